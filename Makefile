@@ -1,0 +1,86 @@
+# glimmer: C11 library + CLI; the CUDA backend is built too when nvcc is found.
+#   make            library, CLI and test programs
+#   make test       everything, then the test suite (CPU; GPU tests skip without a GPU)
+#   make demo       the README's main job: a tiny random Muse Glimmer model, generated and run
+#   make test-cuda  the GPU tests (on a machine with an NVIDIA GPU)
+#   make CUDA=0     force a CPU-only build
+# Dependencies (Debian): libjansson-dev, libpcre2-dev; scripts/install-deps.sh installs them.
+# DEPS_PREFIX=/dir points the build at unpacked -dev packages (used on the GPU machine).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $(OPT) -g -pthread \
+           -Iinclude -Isrc
+LDLIBS  += -ljansson -lpcre2-8 -lm -pthread
+
+ifdef DEPS_PREFIX
+CFLAGS  += -I$(DEPS_PREFIX)/usr/include -I$(DEPS_PREFIX)/usr/include/x86_64-linux-gnu
+LDFLAGS += -L$(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu -Wl,-rpath,$(DEPS_PREFIX)/usr/lib/x86_64-linux-gnu
+endif
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifeq ($(CUDA),0)
+NVCC :=
+endif
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+LIB_SRC  := $(wildcard src/*.c src/cpu/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+CU_SRC   := $(if $(NVCC),$(wildcard src/cuda/*.cu),)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CU_OBJ   := $(CU_SRC:%.cu=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+
+ifneq ($(CU_SRC),)
+CFLAGS    += -DGLIM_HAVE_CUDA
+NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -lineinfo \
+             -Xcompiler -fPIC -Iinclude -Isrc -DGLIM_HAVE_CUDA
+LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
+endif
+
+.PHONY: all test demo test-cuda clean deps bench
+all: $(BUILD)/glimmer $(TEST_BIN)
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/libglimmer.a: $(LIB_OBJ) $(CU_OBJ)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(BUILD)/glimmer: $(CLI_OBJ) $(BUILD)/libglimmer.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libglimmer.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -c -o $@ $<
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run.sh $(BUILD)
+
+test-cuda: all
+	@GLIM_REQUIRE_CUDA=1 tests/run.sh $(BUILD) cuda
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/glimmer
+	@$(BUILD)/glimmer demo
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,13 @@
+/* commands.h: the glimmer subcommands; each lives in its own cli/cmd_*.c file. */
+#ifndef GLIM_CLI_COMMANDS_H
+#define GLIM_CLI_COMMANDS_H
+
+typedef struct glim_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} glim_command;
+
+int cmd_demo(int argc, char **argv);
+
+#endif

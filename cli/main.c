@@ -1,0 +1,28 @@
+/* main.c: the glimmer command-line front end: dispatches to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const glim_command commands[] = {
+    {"demo", "make a tiny random Muse Glimmer model and generate from it", cmd_demo},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: glimmer COMMAND [options]   (glimmer COMMAND --help for more)\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "glimmer: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
