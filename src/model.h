@@ -110,6 +110,9 @@ glim_status glim_weights_bind(const glim_config *cfg, const glim_st_set *st, gli
 
 /* Row r of a matrix as f32 (dequantized when quantized). out has m->cols floats. */
 void glim_matrix_row_f32(const glim_matrix *m, int64_t r, float *out);
+/* Columns c0 .. c0+n-1 of row r as f32. */
+void glim_matrix_row_range_f32(const glim_matrix *m, int64_t r, int64_t c0, int64_t n,
+                               float *out);
 /* Bytes the matrix occupies (weights + scales + biases). */
 uint64_t glim_matrix_bytes(const glim_matrix *m);
 
