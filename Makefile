@@ -59,11 +59,11 @@ $(BUILD)/glimmer: $(CLI_OBJ) $(BUILD)/libglimmer.a
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -Itests/support $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests -MMD -MP -c -o $@ $<
+	$(CC) $(CFLAGS) -Itests -Itests/support -MMD -MP -c -o $@ $<
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)

@@ -18,7 +18,7 @@ glim_synth_spec glim_synth_tiny(void) {
                              .n_layers = 6, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
                              .sliding_window = 8, .max_position = 4096, .rope_theta = 500000.0f,
                              .bits = 0, .group_size = 32, .quantize_embedding = 1,
-                             .seed = 20261202};
+                             .block_out_scale = 0.003f, .head_scale = 30.0f, .seed = 20261202};
 }
 
 glim_synth_spec glim_synth_1b(void) {
@@ -26,7 +26,8 @@ glim_synth_spec glim_synth_1b(void) {
                              .n_layers = 20, .n_heads = 16, .n_kv_heads = 1, .head_dim = 80,
                              .sliding_window = 2048, .max_position = 131072,
                              .rope_theta = 500000.0f, .bits = 0, .group_size = 64,
-                             .quantize_embedding = 1, .seed = 1};
+                             .quantize_embedding = 1, .block_out_scale = 1.0f, .head_scale = 1.0f,
+                             .seed = 1};
 }
 
 typedef struct rng { uint64_t s; } rng;
@@ -153,7 +154,8 @@ static int build_tensors(synth_out *o, const glim_synth_spec *s) {
     const char *pre = mlx ? "language_model.model." : "model.language_model.";
     int64_t H = s->hidden_size, Q = (int64_t)s->n_heads * s->head_dim;
     int64_t KV = (int64_t)s->n_kv_heads * s->head_dim, I = s->intermediate_size;
-    float sh = 1.0f / sqrtf((float)H), sq = 1.0f / sqrtf((float)Q), si = 1.0f / sqrtf((float)I);
+    float sh = 1.0f / sqrtf((float)H);
+    float sq = s->block_out_scale / sqrtf((float)Q), si = s->block_out_scale / sqrtf((float)I);
     char m[512];
     snprintf(m, sizeof m, "%sembed_tokens", pre);
     rc |= add_matrix(o, &r, m, s->vocab_size, H, 1.0f, s->quantize_embedding ? s->bits : 0,
@@ -178,7 +180,8 @@ static int build_tensors(synth_out *o, const glim_synth_spec *s) {
     }
     snprintf(m, sizeof m, "%snorm.weight", pre);
     rc |= add_norm(o, &r, m, H, 1.0f); /* plain gain w */
-    rc |= add_matrix(o, &r, mlx ? "language_model.lm_head" : "lm_head", s->vocab_size, H, sh,
+    rc |= add_matrix(o, &r, mlx ? "language_model.lm_head" : "lm_head", s->vocab_size, H,
+                     sh * s->head_scale,
                      s->bits, s->group_size);
     /* A vision tensor, as real checkpoints have: the loader must skip it. */
     rc |= add_matrix(o, &r, mlx ? "vision_projection" : "model.vision_projection", H, 64, sh, 0,

@@ -17,6 +17,10 @@ typedef struct glim_synth_spec {
     int bits;        /* 0: Hugging Face layout, bf16; else MLX layout with this many bits */
     int group_size;  /* MLX group size */
     int quantize_embedding; /* MLX: quantize embed_tokens too (the pinned release does) */
+    /* Multipliers of the default weight spreads. A small block_out_scale (o_proj, down_proj)
+     * makes the post-norm inputs tiny, so eps 1e-5 vs 1e-8 changes the logits; a large
+     * head_scale puts the logits where the softcap bends. 1 = plain 1/sqrt(fan_in). */
+    float block_out_scale, head_scale;
     uint64_t seed;
 } glim_synth_spec;
 
