@@ -185,7 +185,7 @@ glim_status glim_eval(glim_session *s, const int32_t *tokens, int n, int positio
                              "of %d", tokens[i], i, c->vocab_size);
     if ((int64_t)s->pos + n > s->n_ctx)
         return glim_fail(err, GLIM_E_CONTEXT_FULL,
-                         "context full: %d tokens cached + %d new > n_ctx %d", s->pos, n, s->n_ctx);
+                         "no room: %d tokens cached + %d new > n_ctx %d", s->pos, n, s->n_ctx);
     size_t want = mode == GLIM_LOGITS_NONE ? 0
                   : mode == GLIM_LOGITS_LAST ? (size_t)c->vocab_size
                   : (size_t)n * (size_t)c->vocab_size;
