@@ -80,6 +80,13 @@ demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/glimmer
 	@$(BUILD)/glimmer demo
 
+bench: $(BUILD)/bench/cpu_bench $(BUILD)/glimmer
+	@bench/cpu_bench.sh $(BUILD)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libglimmer.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libglimmer.a $(LDLIBS)
+
 clean:
 	rm -rf $(BUILD)
 
