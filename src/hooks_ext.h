@@ -1,0 +1,66 @@
+/* hooks_ext.h: the hook entry points beyond the three forward calls of hooks.h, for the API
+ * glue (src/glimmer.c) and for device backends (src/cuda/) that run the hooks' math themselves.
+ *
+ * API glue:
+ *   - glim_session_free must call glim_hooks_free(s->hooks);
+ *   - glim_eval should call glim_hooks_note_tokens(s->hooks, tokens, n, position) once before its
+ *     chunks when s->hooks != NULL, so captures record token ids (else they hold -1).
+ *
+ * A device backend has two choices per hook:
+ *   1. Host fallback: copy the rows to the host and call the hooks.h functions (correct, slow).
+ *   2. On the device (what the CUDA backend should do):
+ *      - Steering: when glim_hooks_generation() changed since its last upload, fetch every
+ *        layer's ops with glim_hooks_steer_ops() and upload op->v / op->u (hidden floats each);
+ *        after layer l's FFN residual add, apply the layer's ops in order to each of the n rows
+ *        with exactly the math of glim_steer_apply() (the reference its tests compare against:
+ *        c = x.u, gate on c, then the mode's update; scale 0 ops never appear in the list).
+ *      - Capture (after steering): if glim_hooks_capture_layer_slot(h, l) >= 0, the rows
+ *        glim_hooks_capture_select() names must reach the host; call
+ *        glim_hooks_capture_store(h, l, j, row, ...) for the j-th selected row (e.g. at the end of
+ *        the chunk from a staging buffer of [slots][k][hidden]).
+ *      - Census: if glim_hooks_census_active(h) and the chunk has a head, copy the LAST row of
+ *        layer l's activation silu(gate)*up to the host and call
+ *        glim_hooks_ffn_act(h, l, row, 1, pos0 + n - 1, 0) (the seed's per-token readback).
+ *      - Always: glim_hooks_pass_end(h, pos0, n, is_prefill) once per chunk, after the copies. */
+#ifndef GLIM_HOOKS_EXT_H
+#define GLIM_HOOKS_EXT_H
+
+#include <stdint.h>
+
+#include "hooks.h"
+
+void glim_hooks_free(struct glim_hooks *h);
+void glim_hooks_note_tokens(struct glim_hooks *h, const int32_t *tokens, int n, int pos0);
+
+/* Changes whenever the hook configuration changes (steering pushed or cleared, capture or census
+ * started or stopped). */
+uint64_t glim_hooks_generation(const struct glim_hooks *h);
+
+/* One steering op on one layer: mode/gate values of glimmer_hooks.h. */
+typedef struct glim_steer_op {
+    int layer;
+    int mode;           /* glim_steer_mode */
+    float scale;        /* never 0 in the list */
+    float target;       /* CLAMP */
+    int gate;           /* glim_steer_gate */
+    float threshold;
+    const float *v;     /* [hidden] ADD: the vector added (d, or u when unit); others: u */
+    const float *u;     /* [hidden] d / |d|: the direction c = x.u is measured along */
+} glim_steer_op;
+
+/* The ops of layer l, in application order; returns their count (0: none). */
+int glim_hooks_steer_ops(const struct glim_hooks *h, int layer, const glim_steer_op **ops);
+/* Applies one op to n rows of x [n][hidden] (the CPU path and the reference). */
+void glim_steer_apply(const glim_steer_op *op, float *x, int n, int hidden);
+
+/* Capture slot of layer l (its index in the captured layers), or -1. */
+int glim_hooks_capture_layer_slot(const struct glim_hooks *h, int layer);
+/* Rows (indices 0..n-1 in the chunk) to capture in this chunk, into rows[] (room for n). */
+int glim_hooks_capture_select(const struct glim_hooks *h, int pos0, int n, int is_prefill,
+                              int *rows);
+/* Stores the j-th selected row of this chunk for layer l (row = hidden floats). */
+void glim_hooks_capture_store(struct glim_hooks *h, int layer, int j, const float *row, int pos0,
+                              int n, int is_prefill);
+int glim_hooks_census_active(const struct glim_hooks *h);
+
+#endif
