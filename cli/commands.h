@@ -9,5 +9,7 @@ typedef struct glim_command {
 } glim_command;
 
 int cmd_demo(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 
 #endif

@@ -6,6 +6,8 @@
 
 static const glim_command commands[] = {
     {"demo", "make a tiny random Muse Glimmer model and generate from it", cmd_demo},
+    {"tokenize", "print the token ids of a text as a JSON array", cmd_tokenize},
+    {"detokenize", "print the text of a JSON array of token ids", cmd_detokenize},
 };
 
 static void usage(FILE *f) {

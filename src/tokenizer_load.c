@@ -1,0 +1,626 @@
+/* tokenizer_load.c: reads a Hugging Face tokenizer.json into the byte-domain tables of
+ * tokenizer.h: the BPE vocabulary (decoded from GPT-2 byte-level characters), merges (both the
+ * "a b" string form and the ["a","b"] pair form), added tokens, the post-processor template and
+ * the decoder. The pre-tokenizer lives in tokenizer_pre.c. Anything outside the byte-level BPE
+ * family is refused with GLIM_E_UNSUPPORTED naming the field, never guessed at. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "tokenizer.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Byte-level characters: GPT-2 maps every byte to a printable code point; printable Latin-1
+ * bytes map to themselves, the other 68 to U+0100 upwards in byte order. */
+
+static int16_t char_to_byte[324]; /* code point -> byte, -1 if not a byte-level character */
+
+static void init_byte_level(void) {
+    static int done;
+    if (done) return;
+    int extra = 0;
+    for (int i = 0; i < 324; i++) char_to_byte[i] = -1;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        char_to_byte[printable ? b : 256 + extra++] = (int16_t)b;
+    }
+    done = 1;
+}
+
+/* Decodes a UTF-8 byte-level string into raw bytes (out must hold n bytes). Returns the byte
+ * count, or -1 if some character is not a byte-level character. */
+static long byte_level_decode(const char *s, size_t n, unsigned char *out) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    long o = 0;
+    while (i < n) {
+        unsigned cp;
+        if (p[i] < 0x80) {
+            cp = p[i++];
+        } else if ((p[i] & 0xE0) == 0xC0 && i + 1 < n) {
+            cp = ((p[i] & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu);
+            i += 2;
+        } else {
+            return -1; /* byte-level characters are all below U+0800 */
+        }
+        if (cp >= 324 || char_to_byte[cp] < 0) return -1;
+        out[o++] = (unsigned char)char_to_byte[cp];
+    }
+    return o;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Hash tables */
+
+uint64_t tok_hash_bytes(const unsigned char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; i++) w |= (uint64_t)s[i] << (8 * i);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 32;
+    return h * 0x9E3779B97F4A7C15ull;
+}
+
+int32_t tok_vocab_find(const glim_tokenizer *tok, const unsigned char *s, size_t n) {
+    uint32_t i = (uint32_t)(tok_hash_bytes(s, n) >> 32) & tok->vmask;
+    for (;;) {
+        int32_t id = tok->vslot[i];
+        if (id < 0) return -1;
+        if (tok->tok_len[id] == n && !memcmp(tok->arena + tok->tok_off[id], s, n)) return id;
+        i = (i + 1) & tok->vmask;
+    }
+}
+
+static uint32_t table_size(size_t n) {
+    uint32_t size = 16;
+    while (size < 2 * n + 16) size <<= 1;
+    return size;
+}
+
+static void vocab_insert(glim_tokenizer *tok, int32_t id) {
+    const unsigned char *s = (const unsigned char *)tok->arena + tok->tok_off[id];
+    uint32_t i = (uint32_t)(tok_hash_bytes(s, tok->tok_len[id]) >> 32) & tok->vmask;
+    while (tok->vslot[i] >= 0) i = (i + 1) & tok->vmask;
+    tok->vslot[i] = id;
+}
+
+static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Loading */
+
+typedef struct loader {
+    glim_tokenizer *tok;
+    size_t arena_cap;
+    glim_error *err;
+} loader;
+
+static glim_status arena_add(loader *L, const void *bytes, size_t n, uint32_t *off) {
+    glim_tokenizer *tok = L->tok;
+    if (tok->arena_len + n > L->arena_cap) {
+        size_t cap = L->arena_cap ? L->arena_cap * 2 : 1 << 20;
+        while (cap < tok->arena_len + n) cap *= 2;
+        char *a = realloc(tok->arena, cap);
+        if (!a) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory (%zu bytes)", cap);
+        tok->arena = a;
+        L->arena_cap = cap;
+    }
+    memcpy(tok->arena + tok->arena_len, bytes, n);
+    *off = (uint32_t)tok->arena_len;
+    tok->arena_len += n;
+    return GLIM_OK;
+}
+
+static int json_bool(json_t *obj, const char *key, int dflt) {
+    json_t *v = json_object_get(obj, key);
+    return v && json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+/* Largest id used by the vocabulary and the added tokens. */
+static glim_status scan_ids(json_t *vocab, json_t *added, int *n_vocab, glim_error *err) {
+    long long max = -1;
+    const char *key;
+    json_t *v;
+    json_object_foreach(vocab, key, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (1 << 30))
+            return glim_fail(err, GLIM_E_FORMAT,
+                             "tokenizer.json: model.vocab[\"%.60s\"]: expected an id in "
+                             "[0, 2^30), got %s", key, json_is_integer(v) ? "an out-of-range integer" : "a non-integer");
+        if (json_integer_value(v) > max) max = json_integer_value(v);
+    }
+    size_t i;
+    json_array_foreach(added, i, v) {
+        json_t *id = json_object_get(v, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= (1 << 30))
+            return glim_fail(err, GLIM_E_FORMAT,
+                             "tokenizer.json: added_tokens[%zu].id: expected an id in [0, 2^30)", i);
+        if (json_integer_value(id) > max) max = json_integer_value(id);
+    }
+    if (max < 0) return glim_fail(err, GLIM_E_FORMAT, "tokenizer.json: the vocabulary is empty");
+    *n_vocab = (int)max + 1;
+    return GLIM_OK;
+}
+
+static glim_status load_vocab(loader *L, json_t *vocab) {
+    glim_tokenizer *tok = L->tok;
+    const char *key;
+    json_t *v;
+    unsigned char *buf = NULL;
+    size_t buf_cap = 0;
+    size_t n_entries = 0;
+    json_object_foreach(vocab, key, v) {
+        size_t klen = strlen(key); /* byte-level strings never hold NUL (byte 0 is U+0100) */
+        int32_t id = (int32_t)json_integer_value(v);
+        if (tok->tok_flags[id] & TOK_IN_MODEL) {
+            free(buf);
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: model.vocab: id %d is used by two entries "
+                             "(\"%.60s\" and another)", id, key);
+        }
+        if (klen > buf_cap) {
+            buf_cap = klen * 2 + 64;
+            unsigned char *nb = realloc(buf, buf_cap);
+            if (!nb) {
+                free(buf);
+                return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+            }
+            buf = nb;
+        }
+        long n = byte_level_decode(key, klen, buf);
+        unsigned char flags = TOK_IN_MODEL;
+        if (n < 0) { /* not byte-level: keep its UTF-8 (the ByteLevel decoder does the same) */
+            memcpy(buf, key, klen);
+            n = (long)klen;
+            flags |= TOK_RAW;
+        }
+        glim_status s = arena_add(L, buf, (size_t)n, &tok->tok_off[id]);
+        if (s) {
+            free(buf);
+            return s;
+        }
+        tok->tok_len[id] = (uint32_t)n;
+        tok->tok_flags[id] = flags;
+        n_entries++;
+    }
+    free(buf);
+    tok->vmask = table_size(n_entries) - 1;
+    tok->vslot = malloc(sizeof(int32_t) * (tok->vmask + 1));
+    if (!tok->vslot) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+    memset(tok->vslot, 0xFF, sizeof(int32_t) * (tok->vmask + 1));
+    for (int id = 0; id < tok->n_vocab; id++) {
+        if (!(tok->tok_flags[id] & TOK_IN_MODEL) || (tok->tok_flags[id] & TOK_RAW)) continue;
+        const unsigned char *s = (const unsigned char *)tok->arena + tok->tok_off[id];
+        if (tok_vocab_find(tok, s, tok->tok_len[id]) >= 0)
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: model.vocab: two entries (one is id %d) decode to "
+                             "the same bytes", id);
+        vocab_insert(tok, id);
+        if (tok->tok_len[id] == 1) tok->byte_id[s[0]] = id;
+    }
+    return GLIM_OK;
+}
+
+/* Looks up one side of a merge given in byte-level form. */
+static int32_t merge_side(glim_tokenizer *tok, const char *s, size_t n, unsigned char *buf) {
+    long len = byte_level_decode(s, n, buf);
+    if (len < 0) return -1;
+    return tok_vocab_find(tok, buf, (size_t)len);
+}
+
+static glim_status load_merges(loader *L, json_t *merges) {
+    glim_tokenizer *tok = L->tok;
+    size_t n = json_array_size(merges);
+    tok->mmask = table_size(n) - 1;
+    size_t slots = (size_t)tok->mmask + 1;
+    tok->mkey = calloc(slots, sizeof(uint64_t));
+    tok->mrank = malloc(slots * sizeof(uint32_t));
+    tok->mnew = malloc(slots * sizeof(int32_t));
+    if (!tok->mkey || !tok->mrank || !tok->mnew)
+        return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory for %zu merges", n);
+    unsigned char *buf = NULL;
+    size_t buf_cap = 0;
+    glim_status st = GLIM_OK;
+    for (size_t r = 0; r < n && !st; r++) {
+        json_t *m = json_array_get(merges, r);
+        const char *a, *b;
+        size_t alen, blen;
+        if (json_is_string(m)) { /* "a b" */
+            a = json_string_value(m);
+            const char *sp = strchr(a, ' ');
+            if (!sp || strchr(sp + 1, ' ')) {
+                st = glim_fail(L->err, GLIM_E_FORMAT,
+                               "tokenizer.json: model.merges[%zu]: \"%.60s\" is not two tokens "
+                               "separated by one space", r, a);
+                break;
+            }
+            alen = (size_t)(sp - a);
+            b = sp + 1;
+            blen = strlen(b);
+        } else if (json_is_array(m) && json_array_size(m) == 2 &&
+                   json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1))) {
+            a = json_string_value(json_array_get(m, 0));
+            alen = json_string_length(json_array_get(m, 0));
+            b = json_string_value(json_array_get(m, 1));
+            blen = json_string_length(json_array_get(m, 1));
+        } else {
+            st = glim_fail(L->err, GLIM_E_FORMAT,
+                           "tokenizer.json: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", r);
+            break;
+        }
+        if (alen + blen > buf_cap) {
+            buf_cap = 2 * (alen + blen) + 64;
+            unsigned char *nb = realloc(buf, buf_cap);
+            if (!nb) {
+                st = glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+                break;
+            }
+            buf = nb;
+        }
+        int32_t left = merge_side(tok, a, alen, buf);
+        int32_t right = merge_side(tok, b, blen, buf);
+        if (left < 0 || right < 0) {
+            st = glim_fail(L->err, GLIM_E_FORMAT,
+                           "tokenizer.json: model.merges[%zu]: token \"%.*s\" is not in the vocabulary",
+                           r, (int)(left < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
+                           left < 0 ? a : b);
+            break;
+        }
+        size_t ll = tok->tok_len[left], rl = tok->tok_len[right];
+        memcpy(buf, tok->arena + tok->tok_off[left], ll);
+        memcpy(buf + ll, tok->arena + tok->tok_off[right], rl);
+        int32_t merged = tok_vocab_find(tok, buf, ll + rl);
+        if (merged < 0) {
+            st = glim_fail(L->err, GLIM_E_FORMAT,
+                           "tokenizer.json: model.merges[%zu]: the merge of \"%.*s\" and \"%.*s\" "
+                           "is not in the vocabulary", r, (int)(alen > 40 ? 40 : alen), a,
+                           (int)(blen > 40 ? 40 : blen), b);
+            break;
+        }
+        uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
+        uint32_t i = merge_slot(key, tok->mmask);
+        while (tok->mkey[i] && tok->mkey[i] != key) i = (i + 1) & tok->mmask;
+        if (tok->mkey[i]) continue; /* a repeated merge keeps its first (lowest) rank */
+        tok->mkey[i] = key;
+        tok->mrank[i] = (uint32_t)r;
+        tok->mnew[i] = merged;
+    }
+    tok->n_merges = n;
+    free(buf);
+    return st;
+}
+
+static glim_status trie_add(loader *L, const unsigned char *s, size_t n, int32_t id) {
+    glim_tokenizer *tok = L->tok;
+    int32_t node = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t c = tok->trie[node].first_child;
+        while (c >= 0 && tok->trie[c].byte != s[i]) c = tok->trie[c].next_sibling;
+        if (c < 0) {
+            tok_trie_node *t = realloc(tok->trie, sizeof *t * (size_t)(tok->n_trie + 1));
+            if (!t) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+            tok->trie = t;
+            c = tok->n_trie++;
+            t[c].first_child = -1;
+            t[c].token = -1;
+            t[c].byte = s[i];
+            t[c].next_sibling = t[node].first_child;
+            t[node].first_child = c;
+        }
+        node = c;
+    }
+    tok->trie[node].token = id;
+    return GLIM_OK;
+}
+
+static glim_status load_added(loader *L, json_t *added) {
+    glim_tokenizer *tok = L->tok;
+    size_t n = json_array_size(added);
+    tok->added = calloc(n ? n : 1, sizeof *tok->added);
+    tok->trie = malloc(sizeof *tok->trie);
+    if (!tok->added || !tok->trie) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+    tok->trie[0] = (tok_trie_node){-1, -1, -1, 0};
+    tok->n_trie = 1;
+    size_t i;
+    json_t *a;
+    json_array_foreach(added, i, a) {
+        json_t *content = json_object_get(a, "content");
+        if (!json_is_string(content) || json_string_length(content) == 0)
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: added_tokens[%zu].content: expected a non-empty string", i);
+        if (json_bool(a, "single_word", 0))
+            return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                             "tokenizer.json: added_tokens[%zu] (\"%.60s\"): single_word=true is "
+                             "not supported", i, json_string_value(content));
+        int32_t id = (int32_t)json_integer_value(json_object_get(a, "id"));
+        tok_added *t = &tok->added[tok->n_added];
+        t->id = id;
+        t->special = (unsigned char)json_bool(a, "special", 0);
+        t->lstrip = (unsigned char)json_bool(a, "lstrip", 0);
+        t->rstrip = (unsigned char)json_bool(a, "rstrip", 0);
+        if (!t->special) tok->any_nonspecial = 1;
+        const unsigned char *s = (const unsigned char *)json_string_value(content);
+        size_t len = json_string_length(content);
+        /* An id that is also a model entry keeps the model's bytes (the vocabulary hash is keyed
+         * by them); in real files the two spell the same text. */
+        glim_status st = GLIM_OK;
+        if (!(tok->tok_flags[id] & TOK_IN_MODEL)) {
+            if ((st = arena_add(L, s, len, &tok->tok_off[id]))) return st;
+            tok->tok_len[id] = (uint32_t)len;
+        }
+        tok->tok_flags[id] = (unsigned char)((tok->tok_flags[id] & ~TOK_RAW) | TOK_ADDED |
+                                             (t->special ? TOK_SPECIAL : 0));
+        tok->added_index[id] = tok->n_added++;
+        tok->first_byte[s[0]] = 1;
+        if ((st = trie_add(L, s, len, id))) return st;
+    }
+    return GLIM_OK;
+}
+
+/* The post-processor: which ids go before and after the text ("single" template). */
+static glim_status template_item(loader *L, json_t *item, json_t *specials, int *seen_seq) {
+    glim_tokenizer *tok = L->tok;
+    json_t *st = json_object_get(item, "SpecialToken");
+    if (json_object_get(item, "Sequence")) {
+        *seen_seq = 1;
+        return GLIM_OK;
+    }
+    const char *name = json_string_value(json_object_get(st, "id"));
+    json_t *ids = json_object_get(json_object_get(specials, name ? name : ""), "ids");
+    if (!name || !json_is_array(ids))
+        return glim_fail(L->err, GLIM_E_FORMAT,
+                         "tokenizer.json: post_processor: template item names special token "
+                         "\"%s\" that special_tokens does not define", name ? name : "?");
+    size_t i;
+    json_t *v;
+    json_array_foreach(ids, i, v) {
+        int32_t *dst = *seen_seq ? tok->suffix : tok->prefix;
+        int *n = *seen_seq ? &tok->n_suffix : &tok->n_prefix;
+        int32_t id = (int32_t)json_integer_value(v);
+        if (*n >= TOK_MAX_TEMPLATE || id < 0 || id >= tok->n_vocab || !tok->tok_flags[id])
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: post_processor: special token \"%s\" has id %d, "
+                             "not in the vocabulary (or too many template tokens)", name, id);
+        dst[(*n)++] = id;
+    }
+    return GLIM_OK;
+}
+
+static glim_status load_post_processor(loader *L, json_t *pp) {
+    if (!pp || json_is_null(pp)) return GLIM_OK;
+    const char *type = json_string_value(json_object_get(pp, "type"));
+    if (!type) return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: post_processor has no type");
+    if (!strcmp(type, "ByteLevel")) return GLIM_OK; /* offsets only: no effect on ids */
+    if (!strcmp(type, "Sequence")) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(pp, "processors"), i, p) {
+            glim_status s = load_post_processor(L, p);
+            if (s) return s;
+        }
+        return GLIM_OK;
+    }
+    if (!strcmp(type, "TemplateProcessing")) {
+        if (L->tok->n_prefix || L->tok->n_suffix)
+            return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                             "tokenizer.json: post_processor: more than one TemplateProcessing");
+        json_t *single = json_object_get(pp, "single");
+        json_t *specials = json_object_get(pp, "special_tokens");
+        if (!json_is_array(single))
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: post_processor.single: expected an array");
+        int seen_seq = 0;
+        size_t i;
+        json_t *item;
+        json_array_foreach(single, i, item) {
+            glim_status s = template_item(L, item, specials, &seen_seq);
+            if (s) return s;
+        }
+        if (!seen_seq)
+            return glim_fail(L->err, GLIM_E_FORMAT,
+                             "tokenizer.json: post_processor.single has no $A sequence");
+        return GLIM_OK;
+    }
+    return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                     "tokenizer.json: post_processor type \"%s\" is not supported (TemplateProcessing, "
+                     "ByteLevel, Sequence are)", type);
+}
+
+static glim_status check_model(loader *L, json_t *model) {
+    const char *type = json_string_value(json_object_get(model, "type"));
+    if (type && strcmp(type, "BPE"))
+        return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                         "tokenizer.json: model.type is \"%s\"; only byte-level \"BPE\" is supported", type);
+    if (!json_is_object(json_object_get(model, "vocab")) || !json_is_array(json_object_get(model, "merges")))
+        return glim_fail(L->err, GLIM_E_FORMAT,
+                         "tokenizer.json: model needs a \"vocab\" object and a \"merges\" array");
+    if (json_bool(model, "byte_fallback", 0))
+        return glim_fail(L->err, GLIM_E_UNSUPPORTED, "tokenizer.json: model.byte_fallback=true is not supported");
+    json_t *d = json_object_get(model, "dropout");
+    if (d && json_is_number(d) && json_number_value(d) > 0)
+        return glim_fail(L->err, GLIM_E_UNSUPPORTED, "tokenizer.json: model.dropout is not supported");
+    const char *fields[] = {"continuing_subword_prefix", "end_of_word_suffix"};
+    for (int i = 0; i < 2; i++) {
+        const char *s = json_string_value(json_object_get(model, fields[i]));
+        if (s && *s)
+            return glim_fail(L->err, GLIM_E_UNSUPPORTED, "tokenizer.json: model.%s is not supported",
+                             fields[i]);
+    }
+    return GLIM_OK;
+}
+
+static glim_status check_top(loader *L, json_t *root) {
+    json_t *norm = json_object_get(root, "normalizer");
+    if (norm && !json_is_null(norm))
+        return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                         "tokenizer.json: normalizer \"%s\" is not supported (byte-level BPE "
+                         "tokenizers have none)", json_string_value(json_object_get(norm, "type")) ?
+                         json_string_value(json_object_get(norm, "type")) : "?");
+    json_t *dec = json_object_get(root, "decoder");
+    const char *type = json_string_value(json_object_get(dec, "type"));
+    if (!type || strcmp(type, "ByteLevel"))
+        return glim_fail(L->err, GLIM_E_UNSUPPORTED,
+                         "tokenizer.json: decoder \"%s\" is not supported (expected ByteLevel)",
+                         type ? type : "null");
+    return GLIM_OK;
+}
+
+static glim_status load_root(loader *L, json_t *root) {
+    glim_tokenizer *tok = L->tok;
+    if (!json_is_object(root))
+        return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: the top level is not an object");
+    json_t *model = json_object_get(root, "model");
+    json_t *added = json_object_get(root, "added_tokens");
+    if (!added || json_is_null(added)) added = NULL;
+    else if (!json_is_array(added))
+        return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: added_tokens is not an array");
+    glim_status s;
+    if ((s = check_model(L, model)) || (s = check_top(L, root))) return s;
+    json_t *empty = json_array();
+    s = scan_ids(json_object_get(model, "vocab"), added ? added : empty, &tok->n_vocab, L->err);
+    if (s) {
+        json_decref(empty);
+        return s;
+    }
+    size_t nv = (size_t)tok->n_vocab;
+    tok->tok_off = calloc(nv, sizeof(uint32_t));
+    tok->tok_len = calloc(nv, sizeof(uint32_t));
+    tok->tok_flags = calloc(nv, 1);
+    tok->added_index = malloc(nv * sizeof(int32_t));
+    if (!tok->tok_off || !tok->tok_len || !tok->tok_flags || !tok->added_index) {
+        json_decref(empty);
+        return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory for %zu tokens", nv);
+    }
+    memset(tok->added_index, 0xFF, nv * sizeof(int32_t));
+    for (int b = 0; b < 256; b++) tok->byte_id[b] = -1;
+    tok->ignore_merges = json_bool(model, "ignore_merges", 0);
+    tok->unk_id = -1;
+    if ((s = load_vocab(L, json_object_get(model, "vocab"))) ||
+        (s = load_merges(L, json_object_get(model, "merges"))) ||
+        (s = load_added(L, added ? added : empty))) {
+        json_decref(empty);
+        return s;
+    }
+    json_decref(empty);
+    const char *unk = json_string_value(json_object_get(model, "unk_token"));
+    if (unk) tok->unk_id = glim_tokenizer_find(tok, unk);
+    if ((s = tok_parse_pre_tokenizer(tok, json_object_get(root, "pre_tokenizer"), L->err))) return s;
+    return load_post_processor(L, json_object_get(root, "post_processor"));
+}
+
+glim_status glim_tokenizer_load_json(const char *json, size_t len, glim_tokenizer **out,
+                                     glim_error *err) {
+    *out = NULL;
+    init_byte_level();
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    if (!root)
+        return glim_fail(err, GLIM_E_FORMAT, "tokenizer.json: bad JSON at line %d column %d: %s",
+                         jerr.line, jerr.column, jerr.text);
+    glim_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok) {
+        json_decref(root);
+        return glim_fail(err, GLIM_E_NOMEM, "tokenizer: out of memory");
+    }
+    loader L = {tok, 0, err};
+    glim_status s = load_root(&L, root);
+    json_decref(root);
+    if (s) {
+        glim_tokenizer_free(tok);
+        return s;
+    }
+    *out = tok;
+    return GLIM_OK;
+}
+
+glim_status glim_tokenizer_load(const char *path, glim_tokenizer **out, glim_error *err) {
+    *out = NULL;
+    struct stat st;
+    char file[4096];
+    if (stat(path, &st) != 0)
+        return glim_fail(err, GLIM_E_IO, "tokenizer: cannot open %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(file, sizeof file, "%s/tokenizer.json", path);
+        if (stat(file, &st) != 0)
+            return glim_fail(err, GLIM_E_IO, "tokenizer: %s has no tokenizer.json: %s", path, strerror(errno));
+    } else {
+        snprintf(file, sizeof file, "%s", path);
+    }
+    FILE *f = fopen(file, "rb");
+    if (!f) return glim_fail(err, GLIM_E_IO, "tokenizer: cannot open %s: %s", file, strerror(errno));
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        fclose(f);
+        return glim_fail(err, GLIM_E_NOMEM, "tokenizer: out of memory reading %s", file);
+    }
+    size_t got = fread(buf, 1, (size_t)st.st_size, f);
+    fclose(f);
+    if (got != (size_t)st.st_size) {
+        free(buf);
+        return glim_fail(err, GLIM_E_IO, "tokenizer: read %zu of %lld bytes of %s", got,
+                         (long long)st.st_size, file);
+    }
+    glim_status s = glim_tokenizer_load_json(buf, got, out, err);
+    free(buf);
+    if (s) glim_fail_context(err, "%s: ", file);
+    return s;
+}
+
+void glim_tokenizer_free(glim_tokenizer *tok) {
+    if (!tok) return;
+    free(tok->tok_off);
+    free(tok->tok_len);
+    free(tok->tok_flags);
+    free(tok->arena);
+    free(tok->vslot);
+    free(tok->mkey);
+    free(tok->mrank);
+    free(tok->mnew);
+    free(tok->trie);
+    free(tok->added);
+    free(tok->added_index);
+    for (int i = 0; i < tok->n_steps; i++) pcre2_code_free(tok->steps[i].re);
+    free(tok);
+}
+
+int glim_tokenizer_n_vocab(const glim_tokenizer *tok) { return tok->n_vocab; }
+
+int glim_tokenizer_bos_id(const glim_tokenizer *tok) { return tok->n_prefix ? tok->prefix[0] : -1; }
+
+int glim_tokenizer_is_special(const glim_tokenizer *tok, int32_t id) {
+    return id >= 0 && id < tok->n_vocab && (tok->tok_flags[id] & TOK_SPECIAL);
+}
+
+int32_t glim_tokenizer_find(const glim_tokenizer *tok, const char *text) {
+    size_t n = strlen(text);
+    /* added tokens by content */
+    int32_t node = 0;
+    for (size_t i = 0; i < n && node >= 0; i++) {
+        int32_t c = tok->trie ? tok->trie[node].first_child : -1;
+        while (c >= 0 && tok->trie[c].byte != (unsigned char)text[i]) c = tok->trie[c].next_sibling;
+        node = c;
+    }
+    if (n && node > 0 && tok->trie[node].token >= 0) return tok->trie[node].token;
+    /* model entries by their byte-level spelling */
+    init_byte_level();
+    unsigned char *buf = malloc(n + 1);
+    if (!buf) return -1;
+    long len = byte_level_decode(text, n, buf);
+    int32_t id = len >= 0 ? tok_vocab_find(tok, buf, (size_t)len) : -1;
+    free(buf);
+    return id;
+}
