@@ -6,6 +6,9 @@
 
 static const glim_command commands[] = {
     {"demo", "make a tiny random Muse Glimmer model and generate from it", cmd_demo},
+    {"info", "what a checkpoint is and the memory a session needs", cmd_info},
+    {"run", "generate from token ids, streaming ids, then tokens/s", cmd_run},
+    {"logits", "write the logits of every position to a safetensors file", cmd_logits},
     {"tokenize", "print the token ids of a text as a JSON array", cmd_tokenize},
     {"detokenize", "print the text of a JSON array of token ids", cmd_detokenize},
 };
