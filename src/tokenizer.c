@@ -86,6 +86,17 @@ typedef struct heap_entry {
     int32_t new_id;
 } heap_entry;
 
+/* Per-call cache of BPE results for long inputs, where the same words come back often. */
+typedef struct cache_entry {
+    uint64_t hash;
+    const unsigned char *piece; /* points into the caller's text (valid during the call) */
+    uint32_t len, ids_off, n_ids;
+} cache_entry;
+
+#define CACHE_SLOTS 4096
+#define CACHE_MIN_TEXT 4096          /* shorter texts gain nothing from a cache */
+#define CACHE_MAX_IDS (1u << 20)     /* stop caching beyond 4 MiB of ids */
+
 typedef struct enc {
     const glim_tokenizer *tok;
     glim_tokens *out;
@@ -98,6 +109,9 @@ typedef struct enc {
     size_t sym_cap;
     heap_entry *heap;
     size_t heap_n, heap_cap;
+    cache_entry *cache;      /* NULL: no cache for this call */
+    int32_t *cache_ids;
+    uint32_t cache_n, cache_cap;
 } enc;
 
 static void emit(enc *e, int32_t id) {
@@ -109,11 +123,11 @@ static int merge_lookup(const glim_tokenizer *tok, int32_t a, int32_t b, uint32_
     uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & tok->mmask;
     for (;;) {
-        uint64_t k = tok->mkey[i];
-        if (!k) return 0;
-        if (k == key) {
-            *rank = tok->mrank[i];
-            *new_id = tok->mnew[i];
+        const tok_merge *m = &tok->merge[i];
+        if (!m->key) return 0;
+        if (m->key == key) {
+            *rank = m->rank;
+            *new_id = m->new_id;
             return 1;
         }
         i = (i + 1) & tok->mmask;
@@ -182,7 +196,10 @@ static void try_pair(enc *e, int32_t left_pos) {
         heap_push(e, rank, (uint32_t)left_pos, new_id);
 }
 
-/* BPE of one pre-token (raw bytes). */
+static void bpe(enc *e, const unsigned char *s, size_t n);
+static void cache_store(enc *e, cache_entry *ce, const unsigned char *s, size_t n, size_t first);
+
+/* The model on one pre-token (raw bytes). */
 static void model_piece(enc *e, const unsigned char *s, size_t n) {
     const glim_tokenizer *tok = e->tok;
     if (n == 0 || e->st) return;
@@ -193,6 +210,44 @@ static void model_piece(enc *e, const unsigned char *s, size_t n) {
             return;
         }
     }
+    cache_entry *ce = NULL;
+    if (e->cache) {
+        uint64_t h = tok_hash_bytes(s, n);
+        ce = &e->cache[h & (CACHE_SLOTS - 1)];
+        if (ce->piece && ce->hash == h && ce->len == n && !memcmp(ce->piece, s, n)) {
+            for (uint32_t i = 0; i < ce->n_ids; i++) emit(e, e->cache_ids[ce->ids_off + i]);
+            return;
+        }
+        ce->hash = h;
+        ce->piece = NULL; /* filled below once the result is stored */
+    }
+    size_t first_out = e->out->n;
+    bpe(e, s, n);
+    if (ce && !e->st) cache_store(e, ce, s, n, first_out);
+}
+
+/* Remembers the ids BPE just appended for piece s. */
+static void cache_store(enc *e, cache_entry *ce, const unsigned char *s, size_t n, size_t first) {
+    uint32_t k = (uint32_t)(e->out->n - first);
+    if (e->cache_n + k > CACHE_MAX_IDS) return;
+    if (e->cache_n + k > e->cache_cap) {
+        uint32_t cap = (e->cache_n + k) * 2 + 1024;
+        int32_t *p = realloc(e->cache_ids, cap * sizeof *p);
+        if (!p) return; /* a cache miss is harmless */
+        e->cache_ids = p;
+        e->cache_cap = cap;
+    }
+    memcpy(e->cache_ids + e->cache_n, e->out->ids + first, k * sizeof(int32_t));
+    ce->piece = s;
+    ce->len = (uint32_t)n;
+    ce->ids_off = e->cache_n;
+    ce->n_ids = k;
+    e->cache_n += k;
+}
+
+/* Byte-pair merging of one piece: lowest rank first, leftmost on ties. */
+static void bpe(enc *e, const unsigned char *s, size_t n) {
+    const glim_tokenizer *tok = e->tok;
     if (!grow_symbols(e, n)) return;
     int32_t m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -374,6 +429,7 @@ glim_status glim_tokenize(const glim_tokenizer *tok, const char *text, size_t le
     enc e = {.tok = tok, .out = out, .err = err};
     e.md = pcre2_match_data_create(1, NULL);
     if (!e.md) return glim_fail(err, GLIM_E_NOMEM, "tokenizer: out of memory");
+    if (len >= CACHE_MIN_TEXT) e.cache = calloc(CACHE_SLOTS, sizeof *e.cache); /* NULL: no cache */
     if (flags & GLIM_TOK_ADD_SPECIAL)
         for (int i = 0; i < tok->n_prefix; i++) emit(&e, tok->prefix[i]);
     const unsigned char *s = (const unsigned char *)text;
@@ -407,5 +463,7 @@ glim_status glim_tokenize(const glim_tokenizer *tok, const char *text, size_t le
     free(e.prev);
     free(e.next);
     free(e.heap);
+    free(e.cache);
+    free(e.cache_ids);
     return e.st;
 }

@@ -46,6 +46,18 @@ typedef struct tok_trie_node {
     unsigned char byte;
 } tok_trie_node;
 
+typedef struct tok_vslot {
+    uint32_t tag; /* high half of the hash */
+    int32_t id;   /* -1: empty */
+    uint32_t off, len;
+} tok_vslot;
+
+typedef struct tok_merge {
+    uint64_t key; /* (left << 32 | right) + 1; 0: empty */
+    uint32_t rank;
+    int32_t new_id;
+} tok_merge;
+
 typedef struct tok_added {
     int32_t id;
     unsigned char special, lstrip, rstrip;
@@ -59,14 +71,13 @@ struct glim_tokenizer {
     char *arena;
     size_t arena_len;
 
-    /* model vocabulary: raw bytes -> id (open addressing; -1 empty) */
-    int32_t *vslot;
+    /* model vocabulary: raw bytes -> id (open addressing; id -1 = empty). A slot carries the
+     * hash tag and the token's bytes so a probe touches one slot and, on a hit, the arena. */
+    tok_vslot *vslot;
     uint32_t vmask;
 
-    /* merges: (left id, right id) -> rank and merged id */
-    uint64_t *mkey;           /* (left << 32 | right) + 1; 0 empty */
-    uint32_t *mrank;
-    int32_t *mnew;
+    /* merges: (left id, right id) -> rank and merged id, one 16-byte slot per merge */
+    tok_merge *merge;
     uint32_t mmask;
     size_t n_merges;
 

@@ -74,11 +74,12 @@ uint64_t tok_hash_bytes(const unsigned char *s, size_t n) {
 }
 
 int32_t tok_vocab_find(const glim_tokenizer *tok, const unsigned char *s, size_t n) {
-    uint32_t i = (uint32_t)(tok_hash_bytes(s, n) >> 32) & tok->vmask;
+    uint64_t h = tok_hash_bytes(s, n);
+    uint32_t tag = (uint32_t)(h >> 32), i = (uint32_t)h & tok->vmask;
     for (;;) {
-        int32_t id = tok->vslot[i];
-        if (id < 0) return -1;
-        if (tok->tok_len[id] == n && !memcmp(tok->arena + tok->tok_off[id], s, n)) return id;
+        const tok_vslot *v = &tok->vslot[i];
+        if (v->id < 0) return -1;
+        if (v->tag == tag && v->len == n && !memcmp(tok->arena + v->off, s, n)) return v->id;
         i = (i + 1) & tok->vmask;
     }
 }
@@ -91,9 +92,10 @@ static uint32_t table_size(size_t n) {
 
 static void vocab_insert(glim_tokenizer *tok, int32_t id) {
     const unsigned char *s = (const unsigned char *)tok->arena + tok->tok_off[id];
-    uint32_t i = (uint32_t)(tok_hash_bytes(s, tok->tok_len[id]) >> 32) & tok->vmask;
-    while (tok->vslot[i] >= 0) i = (i + 1) & tok->vmask;
-    tok->vslot[i] = id;
+    uint64_t h = tok_hash_bytes(s, tok->tok_len[id]);
+    uint32_t i = (uint32_t)h & tok->vmask;
+    while (tok->vslot[i].id >= 0) i = (i + 1) & tok->vmask;
+    tok->vslot[i] = (tok_vslot){(uint32_t)(h >> 32), id, tok->tok_off[id], tok->tok_len[id]};
 }
 
 static inline uint32_t merge_slot(uint64_t key, uint32_t mask) {
@@ -199,9 +201,9 @@ static glim_status load_vocab(loader *L, json_t *vocab) {
     }
     free(buf);
     tok->vmask = table_size(n_entries) - 1;
-    tok->vslot = malloc(sizeof(int32_t) * (tok->vmask + 1));
+    tok->vslot = malloc(sizeof *tok->vslot * (tok->vmask + 1));
     if (!tok->vslot) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
-    memset(tok->vslot, 0xFF, sizeof(int32_t) * (tok->vmask + 1));
+    for (uint32_t i = 0; i <= tok->vmask; i++) tok->vslot[i].id = -1;
     for (int id = 0; id < tok->n_vocab; id++) {
         if (!(tok->tok_flags[id] & TOK_IN_MODEL) || (tok->tok_flags[id] & TOK_RAW)) continue;
         const unsigned char *s = (const unsigned char *)tok->arena + tok->tok_off[id];
@@ -227,10 +229,8 @@ static glim_status load_merges(loader *L, json_t *merges) {
     size_t n = json_array_size(merges);
     tok->mmask = table_size(n) - 1;
     size_t slots = (size_t)tok->mmask + 1;
-    tok->mkey = calloc(slots, sizeof(uint64_t));
-    tok->mrank = malloc(slots * sizeof(uint32_t));
-    tok->mnew = malloc(slots * sizeof(int32_t));
-    if (!tok->mkey || !tok->mrank || !tok->mnew)
+    tok->merge = calloc(slots, sizeof *tok->merge);
+    if (!tok->merge)
         return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory for %zu merges", n);
     unsigned char *buf = NULL;
     size_t buf_cap = 0;
@@ -293,11 +293,9 @@ static glim_status load_merges(loader *L, json_t *merges) {
         }
         uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
         uint32_t i = merge_slot(key, tok->mmask);
-        while (tok->mkey[i] && tok->mkey[i] != key) i = (i + 1) & tok->mmask;
-        if (tok->mkey[i]) continue; /* a repeated merge keeps its first (lowest) rank */
-        tok->mkey[i] = key;
-        tok->mrank[i] = (uint32_t)r;
-        tok->mnew[i] = merged;
+        while (tok->merge[i].key && tok->merge[i].key != key) i = (i + 1) & tok->mmask;
+        if (tok->merge[i].key) continue; /* a repeated merge keeps its first (lowest) rank */
+        tok->merge[i] = (tok_merge){key, (uint32_t)r, merged};
     }
     tok->n_merges = n;
     free(buf);
@@ -587,9 +585,7 @@ void glim_tokenizer_free(glim_tokenizer *tok) {
     free(tok->tok_flags);
     free(tok->arena);
     free(tok->vslot);
-    free(tok->mkey);
-    free(tok->mrank);
-    free(tok->mnew);
+    free(tok->merge);
     free(tok->trie);
     free(tok->added);
     free(tok->added_index);

@@ -103,6 +103,8 @@ function corpus() {
     control: "\u0000\u0001\u0007\u001b[31mred\u001b[0m\u007f",
   };
   for (const [name, text] of Object.entries(edge)) add(name, text);
+  // a long text (the benchmark's mix) so the encoder's per-call cache is exercised too
+  add("long_mixed_text", benchText(0.25));
   const rand = mulberry32(20260401);
   for (let i = 0; i < 400; i++) add(`random${i}`, randomString(rand, i < 300 ? 40 : 400));
   // invalid UTF-8: inserted into text, alone, and at the edges
@@ -232,6 +234,10 @@ function writeCases(tokPath, prefix, out) {
 // ---- benchmark -----------------------------------------------------------------------------
 
 function writeBenchText(out, megabytes) {
+  writeFileSync(out, benchText(megabytes));
+}
+
+function benchText(megabytes) {
   const sections = corpusSections().map((s) => s.text);
   const rand = mulberry32(7);
   const words = sections.join(" ").split(/\s+/).filter(Boolean);
@@ -246,7 +252,7 @@ function writeBenchText(out, megabytes) {
     parts.push(p);
     size += Buffer.byteLength(p);
   }
-  writeFileSync(out, parts.join(""));
+  return parts.join("");
 }
 
 function bench(tokPath, textPath, seconds) {

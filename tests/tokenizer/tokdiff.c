@@ -256,7 +256,7 @@ static int bench_main(const char *tok_path, const char *text_path, double second
     double t1 = now(), el;
     do {
         ids.n = 0;
-        if (glim_tokenize(tok, text, (size_t)len, GLIM_TOK_ADD_SPECIAL, &ids, &err) != GLIM_OK) {
+        if (glim_tokenize(tok, text, (size_t)len, GLIM_TOK_ADD_SPECIAL | GLIM_TOK_PARSE_SPECIAL, &ids, &err) != GLIM_OK) {
             fprintf(stderr, "%s\n", err.message);
             return 1;
         }

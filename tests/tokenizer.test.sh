@@ -1,0 +1,81 @@
+#!/bin/sh
+# tokenizer.test.sh BUILD: differential test of glimmer's tokenizer against @huggingface/tokenizers
+# (npm) on a 200k-vocabulary tokenizer.json built from js-tiktoken's o200k_base ranks plus Muse
+# Glimmer's 2,048 special tokens (tests/tokenizer/make_tokenizer_json.mjs), in two layouts:
+#   muse: Split(O200K regex) + ByteLevel, ignore_merges, ["a","b"] merges, BOS template
+#   gpt2: ByteLevel(use_regex=true), "a b" merges, no ignore_merges
+# Ids must be identical on every corpus text (tests/tokenizer/corpus.txt, edge cases, seeded random
+# strings, invalid UTF-8), decode(encode(x)) == x, and the streaming decoder must agree.
+# Also checks `glimmer tokenize` / `glimmer detokenize` on the same file.
+# Prints PASS/FAIL/SKIP lines; SKIPs (with the reason) when node or the npm registry is missing.
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+dir="$root/tests/tokenizer"
+work="$build/tokenizer"
+mkdir -p "$work"
+
+skip_all() {
+    for t in tokenizer_diff[muse] tokenizer_diff[gpt2] tokenizer_cli; do echo "SKIP $t: $1"; done
+    exit 0
+}
+
+command -v node >/dev/null 2>&1 || skip_all "node is not installed"
+command -v npm >/dev/null 2>&1 || skip_all "npm is not installed"
+if [ ! -d "$dir/node_modules/@huggingface/tokenizers" ] || [ ! -d "$dir/node_modules/js-tiktoken" ]; then
+    if ! (cd "$dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+        skip_all "npm could not install @huggingface/tokenizers and js-tiktoken (see $work/npm.log)"
+    fi
+fi
+
+# The C side: a small driver linked against the library (only the tokenizer objects are pulled).
+cc=${CC:-cc}
+if ! $cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/include" -I"$root/src" -o "$work/tokdiff" \
+        "$dir/tokdiff.c" "$build/libglimmer.a" -ljansson -lpcre2-8 -lm -pthread 2>"$work/cc.log"; then
+    echo "FAIL tokenizer_diff: cannot build tests/tokenizer/tokdiff.c (see $work/cc.log)"
+    cat "$work/cc.log"
+    exit 1
+fi
+
+status=0
+for variant in muse gpt2; do
+    json="$work/$variant.json"
+    # cached: rebuilt only when the generator changed
+    if [ ! -s "$json" ] || [ "$dir/make_tokenizer_json.mjs" -nt "$json" ]; then
+        if ! node "$dir/make_tokenizer_json.mjs" "$json.tmp" "$variant" 2>"$work/make_$variant.log"; then
+            echo "FAIL tokenizer_diff[$variant]: building $json failed"; cat "$work/make_$variant.log"; status=1; continue
+        fi
+        mv "$json.tmp" "$json"
+    fi
+    cases="$work/cases_$variant.jsonl"
+    if ! node "$dir/reference.mjs" cases "$json" "$variant" "$cases" 2>"$work/ref_$variant.log"; then
+        echo "FAIL tokenizer_diff[$variant]: the reference run failed"; cat "$work/ref_$variant.log"; status=1; continue
+    fi
+    "$work/tokdiff" "$json" "$cases" 2>"$work/diff_$variant.log" || status=1
+    head -c 4000 "$work/diff_$variant.log"
+done
+
+# CLI: glimmer tokenize / detokenize against the reference ids of one text.
+g="$build/glimmer"
+if [ ! -x "$g" ]; then
+    echo "SKIP tokenizer_cli: $g is not built"
+else
+    text="Hello <|eot|> wörld 😀  12345
+  x"
+    want=$(cd "$dir" && node --input-type=module -e '
+import { Tokenizer } from "@huggingface/tokenizers";
+import { readFileSync } from "node:fs";
+const t = new Tokenizer(JSON.parse(readFileSync(process.argv[1], "utf8")), { clean_up_tokenization_spaces: false });
+console.log(JSON.stringify(t.encode(process.argv[2]).ids));' "$work/muse.json" "$text")
+    got=$("$g" tokenize -m "$work/muse.json" --special --text "$text" | tr -d ' ')
+    back=$(printf '%s' "$got" | "$g" detokenize -m "$work/muse.json")
+    nobos=$(printf '%s' "$text" | "$g" tokenize -m "$work/muse.json" --no-bos | tr -d ' ')
+    if [ "$got" = "$want" ] && [ "$back" = "<|begin_of_text|>$text" ] && [ "${nobos#\[200000}" = "$nobos" ] \
+        && [ "$nobos" != "$got" ]; then
+        echo "PASS tokenizer_cli: tokenize --special matches the reference, detokenize round-trips, --no-bos has no BOS"
+    else
+        echo "FAIL tokenizer_cli: got $got want $want; detokenized '$back'; no-bos $nobos"
+        status=1
+    fi
+fi
+exit $status
