@@ -206,13 +206,13 @@ fail:
     free(v);
 }
 
-int args_check_vocab(const char *cmd, const int32_t *ids, int n, int vocab) {
+int args_check_vocab(const char *cmd, const char *what, const int32_t *ids, int n, int vocab) {
     for (int i = 0; i < n; i++)
         if (ids[i] >= vocab) {
             fprintf(stderr,
-                    "%s: token id %d (token %d of --tokens) is outside the vocabulary: the model's "
+                    "%s: token id %d (token %d of %s) is outside the vocabulary: the model's "
                     "vocab size is %d (ids 0..%d)\n",
-                    cmd, ids[i], i + 1, vocab, vocab - 1);
+                    cmd, ids[i], i + 1, what, vocab, vocab - 1);
             return -1;
         }
     return 0;

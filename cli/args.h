@@ -50,8 +50,9 @@ void args_float(glim_args *a, float *out, double min, int min_open, double max, 
 /* A comma-separated list of non-negative token ids ("200000, 1,2"): malloc'd into *ids. Ids are
  * checked against the vocabulary later (args_check_vocab), once the model is open. */
 void args_tokens(glim_args *a, int32_t **ids, int *n);
-/* Every id < vocab; otherwise prints which id, where, and the vocabulary size. 0 when fine. */
-int args_check_vocab(const char *cmd, const int32_t *ids, int n, int vocab);
+/* Every id < vocab; otherwise prints which id, where (in `what`: "--tokens", "the prompt"), and
+ * the vocabulary size. 0 when fine. */
+int args_check_vocab(const char *cmd, const char *what, const int32_t *ids, int n, int vocab);
 
 /* Sampling flags: --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n
  * --presence-penalty --frequency-penalty -s/--seed. Start from args_sampling_defaults(), call

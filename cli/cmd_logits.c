@@ -124,7 +124,7 @@ int cmd_logits(int argc, char **argv) {
         glim_model *m = args_open_model(CMD, &o.model);
         if (!m) rc = 1;
         else {
-            rc = args_check_vocab(CMD, o.tokens, o.n, glim_model_get_info(m)->vocab_size)
+            rc = args_check_vocab(CMD, "--tokens", o.tokens, o.n, glim_model_get_info(m)->vocab_size)
                      ? 2
                      : evaluate(m, &o);
             glim_model_close(m);

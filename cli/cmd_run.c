@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "glimmer.h"
+#include "glimmer_text.h"
 
 #define CMD "glimmer run"
 
@@ -21,7 +22,9 @@ static void run_help(void) {
            "prompt:\n"
            "  --tokens IDS           prompt token ids, comma-separated (e.g. 200000,1,2; BOS is\n"
            "                         not added for you: 200000 is Muse Glimmer's BOS)\n"
-           "  -p, --prompt TEXT      text prompt: needs the tokenizer, not wired in yet (an error)\n"
+           "  -p, --prompt TEXT      text prompt, tokenized with the checkpoint's tokenizer.json\n"
+           "                         (BOS added; special tokens such as <|eot|> in the text are\n"
+           "                         parsed, as llama.cpp does); the output stays ids\n"
            "generation:\n"
            "  -n, --n-predict N      ids to generate, >= 0 (default 32)\n"
            "  --ignore-eos           do not stop at stop ids (for timing)\n"
@@ -34,15 +37,35 @@ static void run_help(void) {
 }
 
 /* ---- text prompts: -p is handled HERE ------------------------------------------------------
- * When the tokenizer (include/glimmer_text.h) is wired into the CLI, this loads tokenizer.json
- * from the checkpoint directory (glim_tokenizer_load), tokenizes `text` with
- * GLIM_TOK_ADD_SPECIAL (BOS first, as Hugging Face does), and returns the ids in *ids / *n.
- * Until then a text prompt is an error that says so. Returns an exit status (0 = ids filled). */
+ * The text is tokenized with the checkpoint's tokenizer.json (include/glimmer_text.h): BOS added
+ * by the post-processor, special tokens written in the text parsed as such (what llama.cpp does
+ * with a prompt). A checkpoint without a usable tokenizer.json makes -p an error that says so.
+ * Returns an exit status (0 = *ids / *n filled). */
 static int prompt_from_text(const char *dir, const char *text, int32_t **ids, int *n) {
-    (void)dir, (void)text, (void)ids, (void)n;
-    fprintf(stderr, CMD ": -p (text prompt) needs the tokenizer, which the CLI does not use yet; "
-                    "give token ids with --tokens (e.g. --tokens 200000,1,2)\n");
-    return 2;
+    glim_tokenizer *tok = NULL;
+    glim_tokens t = {0};
+    glim_error err = {0};
+    if (glim_tokenizer_load(dir, &tok, &err) != GLIM_OK) {
+        fprintf(stderr, CMD ": -p (text prompt) needs the tokenizer of '%s': %s\n", dir,
+                err.message);
+        return 1;
+    }
+    int rc = 0;
+    if (glim_tokenize(tok, text, strlen(text), GLIM_TOK_ADD_SPECIAL | GLIM_TOK_PARSE_SPECIAL, &t,
+                      &err) != GLIM_OK) {
+        fprintf(stderr, CMD ": cannot tokenize the prompt: %s\n", err.message);
+        rc = 1;
+    } else if (t.n == 0 || t.n > 2147483647u) {
+        fprintf(stderr, CMD ": the prompt tokenizes to %zu tokens\n", t.n);
+        rc = 2;
+    } else {
+        *ids = t.ids; /* ownership moves to the caller (freed with free) */
+        *n = (int)t.n;
+        t.ids = NULL;
+    }
+    glim_tokens_free(&t);
+    glim_tokenizer_free(tok);
+    return rc;
 }
 
 typedef struct run_opts {
@@ -172,7 +195,8 @@ int cmd_run(int argc, char **argv) {
     rc = 1;
     if (!m) goto done;
     const glim_model_info *in = glim_model_get_info(m);
-    if (args_check_vocab(CMD, o.prompt, o.n_prompt, in->vocab_size)) {
+    if (args_check_vocab(CMD, o.text ? "the prompt" : "--tokens", o.prompt, o.n_prompt,
+                         in->vocab_size)) {
         rc = 2;
         goto close;
     }

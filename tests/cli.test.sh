@@ -82,7 +82,7 @@ expect run_repeat_penalty_zero 2 "--repeat-penalty must be > 0" "$B" run -m "$M"
 expect run_seed_bad 2 "--seed expects an integer" "$B" run -m "$M" --tokens 1 --seed x
 expect run_backend_bad 2 "--backend must be cpu, cuda or auto" "$B" run -m "$M" --tokens 1 \
     --backend tpu
-expect run_text_prompt 2 "needs the tokenizer" "$B" run -m "$M" -p "hello"
+expect run_text_prompt_no_model 1 "needs the tokenizer of '$M'" "$B" run -m "$M" -p "hello"
 expect run_tokens_and_text 2 "either --tokens or -p" "$B" run -m "$M" --tokens 1 -p hi
 expect run_model_missing 1 "cannot open model '$M'" "$B" run -m "$M" --tokens 1
 expect info_missing_model 2 "missing -m" "$B" info
@@ -97,7 +97,8 @@ expect logits_missing_model 2 "missing -m" "$B" logits --tokens 1 -o "$tmp/x.saf
 # ---- with a model: the demo checkpoint ----------------------------------------------------------
 if ! "$B" demo --help 2>/dev/null | grep -q -e "--write"; then
     for t in info_text info_json run_same_seed run_other_seed run_speed_report run_ids_in_vocab \
-        run_stop_ids run_out_of_vocab run_ctx_too_small run_context_full logits_run \
+        run_stop_ids run_out_of_vocab run_ctx_too_small run_context_full run_text_prompt \
+        run_text_prompt_no_tokenizer run_text_prompt_out_of_vocab logits_run \
         logits_shape logits_argmax_is_greedy; do
         skip "$t" "glimmer demo has no --write to make a checkpoint"
     done
@@ -171,6 +172,42 @@ expect run_ctx_too_small 2 "the prompt has 4 tokens; the context is 2" "$B" run 
     --tokens $P -c 2
 expect run_context_full 0 "stopped: context full" "$B" run -m "$D" --tokens $P -n 10 -c 6 \
     --ignore-eos
+
+# -p: the demo checkpoint has no tokenizer.json (an error that says so); with a tiny byte-level
+# BPE tokenizer.json added, "hi hi" is BOS 1, "hi" 5, " hi" 7, and must generate exactly what
+# --tokens 1,5,7 does; "hix" holds id 600, outside the demo vocabulary
+expect run_text_prompt_no_tokenizer 1 "has no tokenizer.json" "$B" run -m "$D" -p "hi"
+cat >"$D/tokenizer.json" <<'EOF'
+{"added_tokens": [{"id": 1, "content": "<|begin_of_text|>", "single_word": false,
+  "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
+ "normalizer": null,
+ "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+  "use_regex": true},
+ "post_processor": {"type": "TemplateProcessing",
+  "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+             {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+  "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [1],
+                     "tokens": ["<|begin_of_text|>"]}}},
+ "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+  "use_regex": true},
+ "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": true,
+  "vocab": {"h": 3, "i": 4, "hi": 5, "\u0120": 6, "\u0120hi": 7, "\u0120h": 8, "x": 600},
+  "merges": ["h i", "\u0120 h", "\u0120h i"]}}
+EOF
+"$B" run -m "$D" -p "hi hi" -n 6 --temp 0 --ignore-eos >"$tmp/p1" 2>"$tmp/p1.err"
+rp=$?
+"$B" run -m "$D" --tokens 1,5,7 -n 6 --temp 0 --ignore-eos >"$tmp/p2" 2>/dev/null
+if [ $rp -ne 0 ]; then fail run_text_prompt "exit $rp: $(head -c 400 "$tmp/p1.err")"
+elif ! cmp -s "$tmp/p1" "$tmp/p2"; then
+    fail run_text_prompt "-p 'hi hi' gave $(cat "$tmp/p1"), --tokens 1,5,7 gave $(cat "$tmp/p2")"
+elif ! grep -q "^prompt: 3 tokens" "$tmp/p1.err"; then
+    fail run_text_prompt "prompt was not 3 tokens: $(cat "$tmp/p1.err")"
+else pass run_text_prompt; fi
+expect run_text_prompt_out_of_vocab 2 "token id 600 \(token 3 of the prompt\).*vocab size is $V" \
+    "$B" run -m "$D" -p "hix"
+rm -f "$D/tokenizer.json"
+
 expect logits_out_of_vocab 2 "token id $V .*vocab size is $V" "$B" logits -m "$D" \
     --tokens $V -o "$tmp/l.safetensors"
 
