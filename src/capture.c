@@ -301,9 +301,8 @@ static glim_status alloc_capture(struct glim_hooks *h, const glim_capture_params
         c->stream = fopen(tmp, "wb");
         int bad = !c->stream;
         if (!bad) { /* the header region, filled in at the end */
-            static const char zero[64];
-            for (int i = 0; i < (8 + STREAM_HEADER_RESERVE) / 64 && !bad; i++)
-                bad = fwrite(zero, 1, 64, c->stream) != 64;
+            static const char zero[8 + STREAM_HEADER_RESERVE];
+            bad = fwrite(zero, 1, sizeof zero, c->stream) != sizeof zero;
         }
         if (bad) st = glim_fail(err, GLIM_E_IO, "capture: cannot create %s: %s", tmp, strerror(errno));
         free(tmp);

@@ -157,9 +157,10 @@ glim_status glim_session_census_start(glim_session *s, const glim_census_params 
     if (st) return st;
     int K = p->top_k ? p->top_k : DEFAULT_TOP_K;
     if (K < 1 || K > h->inter) {
+        int inter = h->inter;
         glim_hooks_release_if_empty(s);
         return glim_fail(err, GLIM_E_ARG, "census: top_k %d outside 1..%d (intermediate size)",
-                         p->top_k, h->inter);
+                         p->top_k, inter);
     }
     glim_census_state_free(h->census);
     h->census = NULL;
