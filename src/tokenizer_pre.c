@@ -130,7 +130,7 @@ glim_status tok_compile_regex(const char *pattern, size_t len, int literal, pcre
     strbuf b = {0};
     uint32_t opts = PCRE2_UTF | PCRE2_UCP;
     if (literal) {
-        opts |= PCRE2_LITERAL;
+        opts = PCRE2_UTF | PCRE2_LITERAL; /* PCRE2 refuses UCP together with LITERAL */
         sb_add(&b, pattern, len);
     } else if (translate(pattern, len, &b) != 0) {
         free(b.p);
