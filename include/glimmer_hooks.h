@@ -108,6 +108,20 @@ glim_status glim_session_steer_push(glim_session *s, const glim_directions *d,
 int glim_session_steer_count(const glim_session *s);
 void glim_session_steer_clear(glim_session *s);
 
+/* Difference-of-means extraction (what `glimmer steer-extract` runs). For each prompt of each
+ * set the session is reset, the prompt evaluated (logits of its last token only) and the residual
+ * at its last token captured at each layer in layers[] (NULL: all); direction[l] = mean over the
+ * positive prompts - mean over the negative ones (in double), scaled to unit length when unit.
+ * Steering already on the session stays in effect. The session must not be capturing; it is
+ * reset afterwards. The result has every requested layer, layer 0 included (which a GGUF file
+ * cannot hold: drop it before saving one). */
+glim_status glim_directions_extract(glim_session *s, const int32_t *const *pos, const int *pos_len,
+                                    int n_pos, const int32_t *const *neg, const int *neg_len,
+                                    int n_neg, const int32_t *layers, int n_layers, int unit,
+                                    glim_directions **out, glim_error *err);
+/* Removes layer l's vector from a set (to drop layer 0 before saving a GGUF). */
+void glim_directions_unset(glim_directions *d, int layer);
+
 /* ---------------------------------------------------------------------------------------------
  * Residual capture: rows of the residual stream at chosen layers' outputs (after steering).
  * A "sequence" starts whenever a chunk starts at position 0 (glim_session_reset + glim_eval). */

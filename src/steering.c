@@ -85,6 +85,16 @@ glim_status glim_directions_set(glim_directions *d, int layer, const float *v, g
     return GLIM_OK;
 }
 
+void glim_directions_unset(glim_directions *d, int layer) {
+    if (layer == -1) {
+        free(d->any);
+        d->any = NULL;
+    } else if (layer >= 0 && layer < d->n_layers) {
+        d->present[layer] = 0;
+        memset(d->data + (size_t)layer * d->hidden, 0, (size_t)d->hidden * sizeof(float));
+    }
+}
+
 /* "direction.N" -> N (decimal, no sign, no leading zeros but "0"); "direction" -> -1;
  * anything else -> -2. */
 static int parse_direction_name(const char *name) {
