@@ -1,0 +1,71 @@
+#!/bin/sh
+# hooks.test.sh BUILD: `glimmer steer-extract` end to end on the demo checkpoint (token-id
+# prompt files -> control-vector GGUF and safetensors), its usage and runtime errors, and, once
+# run/logits carry the hook flags (cli/hook_flags.h), --steer scale=0 leaving generation unchanged
+# and --capture writing a file. Prints PASS / FAIL / SKIP lines.
+build=${1:-build}
+B=$build/glimmer
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+pass() { echo "PASS hooks_$1"; }
+fail() { echo "FAIL hooks_$1: $2"; }
+skip() { echo "SKIP hooks_$1: $2"; }
+
+# expect NAME CODE PATTERN CMD...: exit CODE and PATTERN (grep -E) in stdout+stderr.
+expect() {
+    name=$1 code=$2 pat=$3
+    shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -ne "$code" ]; then
+        fail "$name" "exit $rc, expected $code; stderr: $(head -c 400 "$tmp/err")"
+    elif [ -n "$pat" ] && ! cat "$tmp/out" "$tmp/err" | grep -q -E -e "$pat"; then
+        fail "$name" "output does not match '$pat': $(head -c 400 "$tmp/err")"
+    else
+        pass "$name"
+    fi
+}
+
+if [ ! -x "$B" ]; then
+    fail binary "$B not built"
+    exit 1
+fi
+
+expect help 0 "direction\.N" "$B" steer-extract --help
+expect missing_negative 2 "missing --positive FILE or --negative FILE" "$B" steer-extract -m x --positive a -o o.gguf
+expect bad_layers 2 "not a list" "$B" steer-extract -m x --positive a --negative b -o o.gguf --layers 3-1
+
+if ! "$B" demo --write "$tmp/model" >/dev/null 2>&1; then
+    skip extract "glimmer demo --write is not available"
+    exit 0
+fi
+printf '5,6,7,8\n9, 10, 11\n\n12,13,14,15,16\n' >"$tmp/pos.txt"
+printf '300,301,302\n303,304,305,306\n' >"$tmp/neg.txt"
+expect extract_gguf 0 "wrote .*cv.gguf: 5 directions" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/pos.txt" --negative "$tmp/neg.txt" -o "$tmp/cv.gguf"
+if [ -f "$tmp/cv.gguf" ] && [ "$(head -c 4 "$tmp/cv.gguf")" = GGUF ]; then pass gguf_magic; else fail gguf_magic "no GGUF written"; fi
+expect extract_st_layer0 0 "layer   0: \|direction\| 1$" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/pos.txt" --negative "$tmp/neg.txt" -o "$tmp/cv.safetensors" --layers 0-1 --unit
+expect extract_far_layer 1 "names layer 9; the model has layers 0..5" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/pos.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf" --layers 9
+printf 'hello there\n' >"$tmp/text.txt"
+expect extract_text_needs_tokenizer 1 "text, which needs the tokenizer" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/text.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf"
+expect extract_missing_file 1 "cannot open" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/nope.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf"
+printf '1,2,99999\n' >"$tmp/oov.txt"
+expect extract_oov 2 "99999" \
+    "$B" steer-extract -m "$tmp/model" --positive "$tmp/oov.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf"
+
+# The hook flags on run, once its owner has added them.
+if ! "$B" run --help 2>/dev/null | grep -q -e "--steer"; then
+    skip run_steer "glimmer run does not take the hook flags yet (cli/hook_flags.h)"
+    exit 0
+fi
+"$B" run -m "$tmp/model" --tokens 1,2,3 -n 8 --temp 0 --backend cpu >"$tmp/plain" 2>/dev/null
+"$B" run -m "$tmp/model" --tokens 1,2,3 -n 8 --temp 0 --backend cpu --steer "$tmp/cv.gguf,scale=0" \
+    --capture "$tmp/cap.safetensors" --capture-positions all >"$tmp/zero" 2>"$tmp/err"
+if cmp -s "$tmp/plain" "$tmp/zero" && [ -s "$tmp/plain" ]; then pass run_steer_scale0; else fail run_steer_scale0 "ids differ: $(cat "$tmp/plain") vs $(cat "$tmp/zero")"; fi
+if [ -s "$tmp/cap.safetensors" ]; then pass run_capture; else fail run_capture "no capture file: $(head -c 300 "$tmp/err")"; fi
+expect run_steer_bad_file 1 "cannot open" "$B" run -m "$tmp/model" --tokens 1 -n 1 --steer "$tmp/nope.gguf"
