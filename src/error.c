@@ -39,6 +39,10 @@ glim_status glim_fail_context(glim_error *err, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->message, sizeof old);
-    snprintf(err->message, sizeof err->message, "%s: %s", prefix, old);
+    /* the prefix goes first; the old message keeps whatever room is left */
+    int n = snprintf(err->message, sizeof err->message, "%s: ", prefix);
+    if (n > 0 && (size_t)n < sizeof err->message)
+        snprintf(err->message + n, sizeof err->message - (size_t)n, "%.*s",
+                 (int)(sizeof err->message - (size_t)n - 1), old);
     return err->code;
 }
