@@ -70,13 +70,14 @@ int glim_hooks_capture_select(const struct glim_hooks *h, int pos0, int n, int i
         return k;
     }
     case GLIM_CAPTURE_HEAD:
-        if (is_prefill) return 0;
-        rows[0] = n - 1;
+    case GLIM_CAPTURE_LAST_PROMPT: {
+        int r = glim_hooks_head_row_of(h, pos0, n, is_prefill);
+        if (r < 0 || (c->select == GLIM_CAPTURE_LAST_PROMPT &&
+                      glim_hooks_seq_of(h, pos0) == c->lp_done_seq))
+            return 0;
+        rows[0] = r;
         return 1;
-    case GLIM_CAPTURE_LAST_PROMPT:
-        if (is_prefill || glim_hooks_seq_of(h, pos0) == c->lp_done_seq) return 0;
-        rows[0] = n - 1;
-        return 1;
+    }
     }
     return 0;
 }

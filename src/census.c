@@ -104,10 +104,16 @@ static int sorted_overlap(const int32_t *a, const int32_t *b, int k) {
 
 void glim_census_act(struct glim_hooks *h, int layer, const float *act, int n, int pos0,
                      int is_prefill) {
-    glim_census_state *c = h->census;
-    if (is_prefill || !act) return;
-    const float *row = act + (size_t)(n - 1) * h->inter; /* the decode token */
-    int pos = pos0 + n - 1, I = h->inter, seq = glim_hooks_seq_of(h, pos0);
+    int r = glim_hooks_head_row_of(h, pos0, n, is_prefill);
+    if (r >= 0 && act) glim_hooks_ffn_act_row(h, layer, act + (size_t)r * h->inter, pos0, n, is_prefill);
+}
+
+void glim_hooks_ffn_act_row(struct glim_hooks *h, int layer, const float *row, int pos0, int n,
+                            int is_prefill) {
+    glim_census_state *c = h ? h->census : NULL;
+    int r = c ? glim_hooks_head_row_of(h, pos0, n, is_prefill) : -1;
+    if (r < 0 || !row || layer < 0 || layer >= h->n_layers) return;
+    int pos = pos0 + r, I = h->inter, seq = glim_hooks_seq_of(h, pos0);
     double *mass = c->mass + (size_t)layer * I;
     uint64_t *hist = c->hist + (size_t)layer * GLIM_CENSUS_BINS;
     uint32_t *nh = c->nhist ? c->nhist + (size_t)layer * I * GLIM_CENSUS_BINS : NULL;
@@ -139,9 +145,10 @@ void glim_census_pass_end(struct glim_hooks *h, int pos0, int n, int is_prefill)
         c->prefill_passes++;
         c->prefill_tokens += (uint64_t)n;
     } else {
+        int decode = glim_hooks_head_row_of(h, pos0, n, is_prefill) >= 0;
         c->head_passes++;
-        c->prefill_tokens += (uint64_t)(n - 1);
-        c->decode_tokens++;
+        c->prefill_tokens += (uint64_t)(n - decode);
+        c->decode_tokens += (uint64_t)decode;
     }
 }
 

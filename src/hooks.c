@@ -41,6 +41,7 @@ glim_status glim_hooks_get(glim_session *s, struct glim_hooks **out, glim_error 
         glim_hooks_free(h);
         return glim_fail(err, GLIM_E_NOMEM, "hooks: no memory for %d token slots", s->n_ctx);
     }
+    h->eval_last = -1;
     h->generation = next_generation();
     s->hooks = h;
     *out = h;
@@ -74,7 +75,8 @@ void glim_hooks_free(struct glim_hooks *h) {
 uint64_t glim_hooks_generation(const struct glim_hooks *h) { return h ? h->generation : 0; }
 
 void glim_hooks_note_tokens(struct glim_hooks *h, const int32_t *tokens, int n, int pos0) {
-    if (!h || !tokens) return;
+    if (!h || !tokens || n <= 0) return;
+    h->eval_last = pos0 + n - 1;
     for (int i = 0; i < n; i++) {
         int p = pos0 + i;
         if (p < 0 || p >= h->n_ctx) continue;
@@ -108,6 +110,7 @@ void glim_hooks_pass_end(struct glim_hooks *h, int pos0, int n, int is_prefill) 
     if (h->census) glim_census_pass_end(h, pos0, n, is_prefill);
     h->seq = glim_hooks_seq_of(h, pos0);
     h->any_pass = 1;
+    if (h->eval_last >= 0 && pos0 + n - 1 >= h->eval_last) h->eval_last = -1; /* used up */
     /* A noted token is good for the one chunk that evaluates its position. */
     for (int i = 0; i < n; i++) {
         int p = pos0 + i;
@@ -116,6 +119,10 @@ void glim_hooks_pass_end(struct glim_hooks *h, int pos0, int n, int is_prefill) 
 }
 
 int glim_hooks_census_active(const struct glim_hooks *h) { return h && h->census; }
+
+int glim_hooks_head_row(const struct glim_hooks *h, int pos0, int n, int is_prefill) {
+    return h ? glim_hooks_head_row_of(h, pos0, n, is_prefill) : -1;
+}
 
 glim_status glim_session_hooks_clear(glim_session *s, glim_error *err) {
     if (!s || !s->hooks) return GLIM_OK;

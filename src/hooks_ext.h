@@ -18,9 +18,9 @@
  *        glim_hooks_capture_select() names must reach the host; call
  *        glim_hooks_capture_store(h, l, j, row, ...) for the j-th selected row (e.g. at the end of
  *        the chunk from a staging buffer of [slots][k][hidden]).
- *      - Census: if glim_hooks_census_active(h) and the chunk has a head, copy the LAST row of
- *        layer l's activation silu(gate)*up to the host and call
- *        glim_hooks_ffn_act(h, l, row, 1, pos0 + n - 1, 0) (the seed's per-token readback).
+ *      - Census: if glim_hooks_census_active(h) and r = glim_hooks_head_row(h, pos0, n,
+ *        is_prefill) >= 0, copy row r of layer l's activation silu(gate)*up to the host and call
+ *        glim_hooks_ffn_act_row(h, l, row, pos0, n, is_prefill) (the seed's per-token readback).
  *      - Always: glim_hooks_pass_end(h, pos0, n, is_prefill) once per chunk, after the copies. */
 #ifndef GLIM_HOOKS_EXT_H
 #define GLIM_HOOKS_EXT_H
@@ -62,5 +62,13 @@ int glim_hooks_capture_select(const struct glim_hooks *h, int pos0, int n, int i
 void glim_hooks_capture_store(struct glim_hooks *h, int layer, int j, const float *row, int pos0,
                               int n, int is_prefill);
 int glim_hooks_census_active(const struct glim_hooks *h);
+/* The row of a chunk that is a decode token for the census and the LAST_PROMPT / HEAD captures
+ * (the last position of the glim_eval call when it noted its tokens, else the last row of a chunk
+ * with a head), or -1. */
+int glim_hooks_head_row(const struct glim_hooks *h, int pos0, int n, int is_prefill);
+/* The census for one chunk given only its head row (hidden = intermediate floats): what
+ * glim_hooks_ffn_act does with act + head_row * intermediate. */
+void glim_hooks_ffn_act_row(struct glim_hooks *h, int layer, const float *row, int pos0, int n,
+                            int is_prefill);
 
 #endif

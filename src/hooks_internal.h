@@ -64,6 +64,7 @@ struct glim_hooks {
     uint64_t generation;
     int seq;              /* sequence of the last completed chunk */
     int any_pass;         /* a chunk has completed since the hooks were made */
+    int eval_last;        /* last position of the glim_eval call that noted its tokens, -1 */
     int32_t *tok;         /* [n_ctx] token noted at each position */
     uint8_t *tok_valid;   /* [n_ctx] */
     glim_steer_state *steer;     /* NULL: no steering */
@@ -74,6 +75,16 @@ struct glim_hooks {
 /* The sequence a chunk starting at pos0 belongs to. */
 static inline int glim_hooks_seq_of(const struct glim_hooks *h, int pos0) {
     return (pos0 == 0 && h->any_pass) ? h->seq + 1 : h->seq;
+}
+
+/* The row of this chunk that is "the token with the head" (the last prompt token or a fed-back
+ * generated token), or -1. When glim_eval noted its tokens, that is the call's last position (so
+ * LOGITS_ALL chunks ending mid-call have none); otherwise the last row of a chunk with a head. */
+static inline int glim_hooks_head_row_of(const struct glim_hooks *h, int pos0, int n,
+                                         int is_prefill) {
+    if (is_prefill || n <= 0) return -1;
+    if (h->eval_last >= 0) return h->eval_last >= pos0 && h->eval_last < pos0 + n ? h->eval_last - pos0 : -1;
+    return n - 1;
 }
 
 /* hooks.c: the session's hooks, made on first use; released when nothing is left. */

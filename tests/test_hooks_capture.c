@@ -279,12 +279,36 @@ static void test_refusals(void) {
     CHECK(!f.s.hooks, "refusals left hooks");
 }
 
+
+/* When glim_eval notes its tokens, the head token is the call's last position, even when every
+ * chunk computes logits (LOGITS_ALL over several chunks). */
+static void test_noted_eval_extent(void) {
+    fx_session f;
+    for (int sel = 0; sel < 2; sel++) {
+        start(&f, sel ? GLIM_CAPTURE_HEAD : GLIM_CAPTURE_LAST_PROMPT, NULL, 0, NULL, 0, 0);
+        int32_t toks[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+        glim_session_note_tokens(&f.s, toks, 10, 0);
+        chunk(&f, 0, 4, 0, 1);
+        chunk(&f, 4, 4, 0, 1);
+        chunk(&f, 8, 2, 0, 1);
+        chunk(&f, 10, 1, 0, 1); /* a decode step fed without noting: its last row */
+        int pos[2] = {9, 10}, seq[2] = {0, 0};
+        rows_match(&f, pos, seq, sel ? 2 : 1);
+        glim_capture_view v;
+        glim_error e;
+        if (!glim_session_capture_view(&f.s, &v, &e) && v.rows > 0)
+            CHECK(v.tokens[0] == 10, "token of position 9: %d", v.tokens[0]);
+        fx_free(&f);
+    }
+}
+
 int main(void) {
     RUN(test_all_positions_with_layer_subset);
     RUN(test_last_prompt_head_and_positions);
     RUN(test_capture_sees_steered_stream);
     RUN(test_overflow_and_failed_chunks);
     RUN(test_device_entry_points);
+    RUN(test_noted_eval_extent);
     RUN(test_write_and_stream);
     RUN(test_refusals);
     return CHECK_DONE();

@@ -206,8 +206,54 @@ static void test_outputs(void) {
     CHECK(!f.s.hooks, "refused start left hooks");
 }
 
+
+/* The device path (only the head row, through glim_hooks_ffn_act_row) gives the same census as
+ * whole chunks through glim_hooks_ffn_act; with glim_eval's tokens noted, only the call's last
+ * position of a multi-chunk LOGITS_ALL evaluation is a decode token. */
+static void test_row_entry_point_and_noted_extent(void) {
+    fx_session a, b;
+    fx_init(&a, L, 32, I, 64, NB);
+    fx_init(&b, L, 32, I, 64, NB);
+    glim_census_params p = {K, 1};
+    glim_error e = {0};
+    REQUIRE(!glim_session_census_start(&a.s, &p, &e) && !glim_session_census_start(&b.s, &p, &e), "start");
+    static float act[NB * I];
+    int32_t toks[10] = {0};
+    for (int s = 0; s < 2; s++) {
+        glim_session_note_tokens(&a.s, toks, 10, 0);
+        glim_session_note_tokens(&b.s, toks, 10, 0);
+        for (int pos0 = 0; pos0 < 14; pos0 += pos0 < 10 ? (pos0 < 8 ? 4 : 2) : 1) {
+            int n = pos0 < 8 ? 4 : pos0 < 10 ? 2 : 1;
+            for (int l = 0; l < L; l++) {
+                for (int t = 0; t < n; t++) make_row(act + t * I, (int)(fx_next() % 3));
+                glim_hooks_ffn_act(a.s.hooks, l, act, n, pos0, 0);
+                int r = glim_hooks_head_row(b.s.hooks, pos0, n, 0);
+                if (r >= 0) glim_hooks_ffn_act_row(b.s.hooks, l, act + r * I, pos0, n, 0);
+            }
+            glim_hooks_pass_end(a.s.hooks, pos0, n, 0);
+            glim_hooks_pass_end(b.s.hooks, pos0, n, 0);
+        }
+    }
+    glim_census_view va, vb;
+    glim_session_census_view(&a.s, &va, &e);
+    glim_session_census_view(&b.s, &vb, &e);
+    CHECK(va.decode_tokens == 2 * 5 && va.prefill_tokens == 2 * 9, "decode %llu prefill %llu",
+          (unsigned long long)va.decode_tokens, (unsigned long long)va.prefill_tokens);
+    CHECK(!memcmp(va.mass, vb.mass, sizeof(double) * L * I) &&
+              !memcmp(va.hist, vb.hist, sizeof(uint64_t) * L * B) &&
+              !memcmp(va.neuron_hist, vb.neuron_hist, sizeof(uint32_t) * L * I * B) &&
+              !memcmp(va.overlap_sum, vb.overlap_sum, sizeof(double) * L) &&
+              !memcmp(va.overlap_n, vb.overlap_n, sizeof(uint64_t) * L),
+          "row entry point differs from whole chunks");
+    CHECK(va.overlap_n[0] == 2 * 4, "pairs %llu: positions 9..13 twice, not across sequences",
+          (unsigned long long)va.overlap_n[0]);
+    fx_free(&a);
+    fx_free(&b);
+}
+
 int main(void) {
     RUN(test_census_matches_direct_computation);
     RUN(test_outputs);
+    RUN(test_row_entry_point_and_noted_extent);
     return CHECK_DONE();
 }
