@@ -11,6 +11,7 @@ static const glim_command commands[] = {
     {"logits", "write the logits of every position to a safetensors file", cmd_logits},
     {"tokenize", "print the token ids of a text as a JSON array", cmd_tokenize},
     {"detokenize", "print the text of a JSON array of token ids", cmd_detokenize},
+    {"chat", "chat with the model in the Muse chat format (streaming, REPL)", cmd_chat},
     {"steer-extract", "difference-of-means steering directions -> control-vector GGUF",
      cmd_steer_extract},
 };

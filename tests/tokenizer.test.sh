@@ -16,7 +16,9 @@ work="$build/tokenizer"
 mkdir -p "$work"
 
 skip_all() {
-    for t in tokenizer_diff[muse] tokenizer_diff[gpt2] tokenizer_cli; do echo "SKIP $t: $1"; done
+    for t in tokenizer_diff[muse] tokenizer_diff[gpt2] chat_tokens_vs_hf tokenizer_cli chat_cli; do
+        echo "SKIP $t: $1"
+    done
     exit 0
 }
 
@@ -55,6 +57,23 @@ for variant in muse gpt2; do
     head -c 4000 "$work/diff_$variant.log"
 done
 
+# The chat renderer's tokens (template specials as ids, text as text, one BOS) must equal
+# Hugging Face's encode(rendered text, add_special_tokens=false).
+if "$work/tokdiff" --chat-tokens "$work/muse.json" >"$work/chat_tokens.json" 2>"$work/chat_tokens.log" &&
+    (cd "$dir" && node --input-type=module -e '
+import { Tokenizer } from "@huggingface/tokenizers";
+import { readFileSync } from "node:fs";
+const t = new Tokenizer(JSON.parse(readFileSync(process.argv[1], "utf8")), { clean_up_tokenization_spaces: false });
+const c = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const want = t.encode(c.text, { add_special_tokens: false }).ids;
+const same = want.length === c.ids.length && want.every((x, i) => x === c.ids[i]);
+const bos = c.ids.filter((x) => x === 200000).length;
+console.log(same && bos === 1 ? `PASS chat_tokens_vs_hf: ${c.ids.length} ids of a rendered tool conversation identical, one BOS`
+  : `FAIL chat_tokens_vs_hf: ours ${c.ids.length} ids, hf ${want.length}, BOS count ${bos}`);
+process.exit(same && bos === 1 ? 0 : 1);' "$work/muse.json" "$work/chat_tokens.json"); then :; else
+    echo "FAIL chat_tokens_vs_hf: see $work/chat_tokens.log"; status=1
+fi
+
 # CLI: glimmer tokenize / detokenize against the reference ids of one text.
 g="$build/glimmer"
 if [ ! -x "$g" ]; then
@@ -77,5 +96,31 @@ console.log(JSON.stringify(t.encode(process.argv[2]).ids));' "$work/muse.json" "
         echo "FAIL tokenizer_cli: got $got want $want; detokenized '$back'; no-bos $nobos"
         status=1
     fi
+fi
+# glimmer chat on a tiny random model with the full vocabulary: turn 2 must evaluate only its own
+# tokens (history stays in the KV cache): new = ids of "<|start|>user<|message|>...<|eot|><|start|>assistant"
+# and cache after = cache before + new + generated (+1 for the closing <|eot|> when cut by -n).
+if [ -x "$g" ]; then
+    model="$work/chatmodel"
+    if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
+        rm -rf "$model"
+        "$work/tokdiff" --write-chat-model "$model" >/dev/null 2>&1 && cp "$work/muse.json" "$model/tokenizer.json"
+    fi
+    printf 'Hello there\nsecond turn\n' | "$g" chat -m "$model" -n 5 --temp 0 --date 01-02-2027 -t 2 \
+        >"$work/chat.out" 2>"$work/chat.err"
+    rc=$?
+    want_new=$("$g" tokenize -m "$work/muse.json" --special --no-bos \
+        --text "<|start|>user<|message|>second turn<|eot|><|start|>assistant" | tr -cd ',' | wc -c)
+    want_new=$((want_new + 1))
+    set -- $(sed -n 's/^\[turn [0-9]*: \([0-9]*\) new prompt tokens.*, \([0-9]*\) generated .*, \([0-9]*\) in cache.*/\1 \2 \3/p' "$work/chat.err" | tr '\n' ' ')
+    if [ $rc -eq 0 ] && [ $# -eq 6 ] && [ "$4" -eq "$want_new" ] && [ $(($6 - $3 - $4 - $5)) -ge 0 ] && [ $(($6 - $3 - $4 - $5)) -le 1 ]; then
+        echo "PASS chat_cli: turn 1 evaluated $1 tokens, turn 2 only its $4 new ones (cache $3 -> $6)"
+    else
+        echo "FAIL chat_cli: rc $rc, turns: $*; want $want_new new tokens in turn 2 (see $work/chat.err)"
+        cat "$work/chat.err"
+        status=1
+    fi
+else
+    echo "SKIP chat_cli: $g is not built"
 fi
 exit $status

@@ -8,6 +8,15 @@
  *     equal the reference decode, and the streaming decoder must agree with the whole decode.
  *     Prints one PASS/FAIL line per group with the counts; details of mismatches on stderr.
  *
+ *   tokdiff --chat-tokens TOKENIZER.json
+ *     Renders a fixed conversation (system, tools, reasoning, parallel tool calls, tool results,
+ *     generation prompt) and prints {"text": rendered text, "ids": glim_chat_tokenize's ids}, for
+ *     the script to compare with @huggingface/tokenizers' encode(text, add_special_tokens=false).
+ *
+ *   tokdiff --write-chat-model DIR
+ *     Writes a tiny random Muse Glimmer checkpoint with the full 202,048-id vocabulary (so the
+ *     chat special tokens exist) for the `glimmer chat` check; the caller adds tokenizer.json.
+ *
  *   tokdiff --bench TOKENIZER.json TEXT_FILE SECONDS
  *     Encodes the file repeatedly for about SECONDS and prints
  *     {"bytes": N, "tokens": N, "seconds": S, "mb_per_s": X, "load_seconds": L}.
@@ -19,6 +28,7 @@
 #include <time.h>
 
 #include "glimmer_text.h"
+#include "synth.h"
 
 static double now(void) {
     struct timespec ts;
@@ -273,9 +283,72 @@ static int bench_main(const char *tok_path, const char *text_path, double second
     return 0;
 }
 
+static int chat_tokens(const char *tok_path) {
+    glim_tokenizer *tok;
+    glim_error err;
+    if (glim_tokenizer_load(tok_path, &tok, &err) != GLIM_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    static const glim_chat_tool tools[] = {
+        {"functions.get_weather", "Current weather for a city",
+         "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}"},
+        {"browser.open", "Open a page \u00e9\u00e8 \u65e5\u672c", NULL},
+    };
+    static const glim_tool_call calls[] = {
+        {"functions.get_weather", "{\"city\": \"S\u00e3o Paulo\", \"days\": 3}"},
+        {"browser.open", "{\"url\": \"https://example.com/a?b=1\", \"opts\": {\"x\": [1, 2.5, null]}}"},
+    };
+    static const glim_chat_message msgs[] = {
+        {.role = GLIM_ROLE_SYSTEM, .content = "You are a careful assistant.\nAnswer in   French."},
+        {.role = GLIM_ROLE_USER, .content = "Quel temps fait-il \u00e0 S\u00e3o Paulo ? \U0001F600\n\n  Merci!"},
+        {.role = GLIM_ROLE_ASSISTANT, .reasoning = "I should call the weather tool, and open a page.", .tool_calls = calls,
+         .n_tool_calls = 2},
+        {.role = GLIM_ROLE_TOOL, .name = "functions.get_weather", .content = "{\"temp_c\": 24.5, \"sky\": \"clear\"}"},
+        {.role = GLIM_ROLE_TOOL, .name = "browser.open", .content = "\"<html>ok</html>\""},
+        {.role = GLIM_ROLE_ASSISTANT, .reasoning = "Both done.", .content = "Il fait 24,5 \u00b0C, ciel d\u00e9gag\u00e9."},
+        {.role = GLIM_ROLE_USER, .content = "Et demain ?"},
+    };
+    glim_chat_options o = {.reasoning_strength = "medium", .current_date = "11-08-2026", .tools = tools, .n_tools = 2,
+                           .add_generation_prompt = 1};
+    char *text;
+    size_t len;
+    glim_tokens ids = {0};
+    if (glim_chat_render(msgs, 7, &o, &text, &len, &err) || glim_chat_tokenize(tok, msgs, 7, &o, &ids, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    json_t *out = json_object(), *arr = json_array();
+    json_object_set_new(out, "text", json_stringn(text, len));
+    for (size_t i = 0; i < ids.n; i++) json_array_append_new(arr, json_integer(ids.ids[i]));
+    json_object_set_new(out, "ids", arr);
+    char *dump = json_dumps(out, JSON_COMPACT);
+    puts(dump);
+    free(dump);
+    json_decref(out);
+    free(text);
+    glim_tokens_free(&ids);
+    glim_tokenizer_free(tok);
+    return 0;
+}
+
+static int write_chat_model(const char *dir) {
+    glim_synth_spec spec = glim_synth_tiny();
+    spec.vocab_size = 202048;
+    glim_error err;
+    if (glim_synth_write(dir, &spec, &err) != GLIM_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--write-chat-model")) return write_chat_model(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--chat-tokens")) return chat_tokens(argv[2]);
     if (argc == 5 && !strcmp(argv[1], "--bench")) return bench_main(argv[2], argv[3], atof(argv[4]));
     if (argc == 3) return diff_main(argv[1], argv[2]);
-    fprintf(stderr, "usage: tokdiff TOKENIZER.json CASES.jsonl | tokdiff --bench TOKENIZER.json TEXT SECONDS\n");
+    fprintf(stderr, "usage: tokdiff TOKENIZER.json CASES.jsonl | tokdiff --bench TOKENIZER.json TEXT SECONDS | "
+                    "tokdiff --write-chat-model DIR\n");
     return 2;
 }
