@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "hooks_ext.h"
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -163,6 +164,7 @@ glim_status glim_session_create(glim_model *m, const glim_session_params *params
 void glim_session_free(glim_session *s) {
     if (!s) return;
     s->model->backend->session_free(s, s->backend_state);
+    glim_hooks_free(s->hooks); /* research hooks (src/hooks.c); NULL when none */
     free(s);
 }
 
@@ -197,6 +199,7 @@ glim_status glim_eval(glim_session *s, const int32_t *tokens, int n, int positio
                          logits_len, want, c->vocab_size, n,
                          mode == GLIM_LOGITS_NONE ? "none" : mode == GLIM_LOGITS_LAST ? "last" : "all");
     uint64_t t0 = now_ns();
+    if (s->hooks) glim_hooks_note_tokens(s->hooks, tokens, n, position); /* capture's token ids */
     for (int done = 0; done < n;) {
         int k = n - done < s->n_batch ? n - done : s->n_batch;
         int last_chunk = done + k == n;
