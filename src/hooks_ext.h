@@ -1,10 +1,11 @@
 /* hooks_ext.h: the hook entry points beyond the three forward calls of hooks.h, for the API
  * glue (src/glimmer.c) and for device backends (src/cuda/) that run the hooks' math themselves.
  *
- * API glue:
- *   - glim_session_free must call glim_hooks_free(s->hooks);
- *   - glim_eval should call glim_hooks_note_tokens(s->hooks, tokens, n, position) once before its
- *     chunks when s->hooks != NULL, so captures record token ids (else they hold -1).
+ * API glue (src/glimmer.c does both):
+ *   - glim_session_free calls glim_hooks_free(s->hooks);
+ *   - glim_eval calls glim_hooks_note_tokens(s->hooks, tokens, n, position) once before its
+ *     chunks when s->hooks != NULL: captures record token ids (else -1), and the call's last
+ *     position is its head token even when every chunk computes logits.
  *
  * A device backend has two choices per hook:
  *   1. Host fallback: copy the rows to the host and call the hooks.h functions (correct, slow).
@@ -21,7 +22,11 @@
  *      - Census: if glim_hooks_census_active(h) and r = glim_hooks_head_row(h, pos0, n,
  *        is_prefill) >= 0, copy row r of layer l's activation silu(gate)*up to the host and call
  *        glim_hooks_ffn_act_row(h, l, row, pos0, n, is_prefill) (the seed's per-token readback).
- *      - Always: glim_hooks_pass_end(h, pos0, n, is_prefill) once per chunk, after the copies. */
+ *      - Always: glim_hooks_pass_end(h, pos0, n, is_prefill) once per chunk, after the stores
+ *        (capture_select, capture_store and head_row answer for the chunk in flight; pass_end
+ *        commits it and moves the sequence / token bookkeeping on).
+ *   s->hooks may be freed and made again between calls (NULL when no hook is left): a backend
+ *   caches device copies keyed by glim_hooks_generation(), which is unique across hook objects. */
 #ifndef GLIM_HOOKS_EXT_H
 #define GLIM_HOOKS_EXT_H
 
