@@ -1,6 +1,9 @@
-/* cmd_steer.c: `glimmer steer-extract`: difference-of-means steering directions from two prompt
- * sets, written as a llama.cpp control-vector GGUF (or safetensors) that --steer loads. One
- * model load, one session, every prompt evaluated once (glim_directions_extract). */
+/* cmd_steer.c: the corpus drivers of the research hooks, one model load for many prompts:
+ *   `glimmer steer-extract`: difference-of-means steering directions from two prompt sets,
+ *     written as a llama.cpp control-vector GGUF (or safetensors) that --steer loads
+ *     (glim_directions_extract);
+ *   `glimmer capture`: the residual stream of every prompt of a file, streamed to one
+ *     safetensors file (with any steering / census flags of run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,5 +305,114 @@ int cmd_steer_extract(int argc, char **argv) {
     prompts_free(&pos);
     prompts_free(&neg);
     free(o.layers);
+    return rc;
+}
+
+/* ---- glimmer capture ------------------------------------------------------------------------ */
+
+#undef CMD
+#define CMD "glimmer capture"
+
+static void capture_help(void) {
+    printf("usage: glimmer capture -m DIR --prompts FILE -o OUT.safetensors [options]\n\n"
+           "Evaluates every prompt of FILE from position 0 (logits of its last token only) in one\n"
+           "session and streams the residual stream at the chosen layer outputs into OUT: residual\n"
+           "F32 [N, layers, hidden], positions, tokens and sequence I32 [N] (sequence = the prompt's\n"
+           "index in FILE, from 0), layers I32. Memory stays fixed however long the corpus is.\n\n"
+           "  --prompts FILE         one prompt per line: token ids or text (as steer-extract)\n"
+           "  -o, --output FILE      the safetensors file\n"
+           "  -c, --ctx-size N       session context (default: the longest prompt)\n"
+           "  -b, --batch-size N     tokens per chunk (default 64)\n"
+           "Which rows: --capture-positions (default last: each prompt's last token) and\n"
+           "--capture-layers below; --steer and --census work as in run.\n");
+    hook_flags_help();
+    printf("\n");
+    args_model_help();
+    printf("\nexit status: 0 ok, 1 runtime error, 2 usage error\n");
+}
+
+int cmd_capture(int argc, char **argv) {
+    glim_cli_model model = {0};
+    hook_flags hf = {0};
+    const char *prompts_path = NULL, *out = NULL;
+    int ctx = 0, batch = 0, rc = -1;
+    glim_args a;
+    args_init(&a, CMD, argc, argv);
+    while (args_next(&a)) {
+        if (args_help(&a)) {
+            capture_help();
+            hook_flags_free(&hf);
+            return 0;
+        } else if (args_model(&a, &model) || hook_flags_parse(&a, &hf)) {
+        } else if (args_flag(&a, "--prompts", NULL)) {
+            prompts_path = a.val;
+        } else if (args_flag(&a, "-o", "--output")) {
+            out = a.val;
+        } else if (args_flag(&a, "-c", "--ctx-size")) {
+            args_int(&a, &ctx, 1, 2147483647);
+        } else if (args_flag(&a, "-b", "--batch-size")) {
+            args_int(&a, &batch, 1, 2147483647);
+        } else {
+            args_unknown(&a);
+        }
+    }
+    if (!a.err && !model.dir) args_error(&a, "missing -m DIR (the checkpoint directory)");
+    else if (!a.err && !prompts_path) args_error(&a, "missing --prompts FILE");
+    else if (!a.err && (!out || !*out)) args_error(&a, "missing -o OUT.safetensors");
+    else if (!a.err && hf.capture_path) args_error(&a, "give the output with -o, not --capture");
+    if (a.err) {
+        hook_flags_free(&hf);
+        return 2;
+    }
+    hf.capture_path = out;
+    hf.capture_stream = 1;
+    hf.any = 1;
+    prompts p = {0};
+    glim_tokenizer *tok = NULL;
+    glim_model *m = NULL;
+    glim_session *s = NULL;
+    glim_error e = {0};
+    float *logits = NULL;
+    if (read_prompts(prompts_path, model.dir, &tok, &p)) rc = 1;
+    else if (!(m = args_open_model(CMD, &model))) rc = 1;
+    if (rc < 0) {
+        const glim_model_info *in = glim_model_get_info(m);
+        int longest = 0;
+        for (int i = 0; i < p.n && rc < 0; i++) {
+            if (p.len[i] > longest) longest = p.len[i];
+            if (args_check_vocab(CMD, "--prompts", p.ids[i], p.len[i], in->vocab_size)) rc = 2;
+        }
+        glim_session_params sp = {ctx ? ctx : longest, batch};
+        if (rc < 0 && (sp.n_ctx < longest || sp.n_ctx > in->max_position)) {
+            fprintf(stderr, CMD ": the longest prompt has %d tokens; -c %d does not hold it\n",
+                    longest, sp.n_ctx);
+            rc = 2;
+        }
+        if (rc < 0 && !(logits = malloc(sizeof(float) * (size_t)in->vocab_size))) rc = 1;
+        if (rc < 0 && glim_session_create(m, &sp, &s, &e)) {
+            fprintf(stderr, CMD ": cannot create a session of %d tokens: %s\n", sp.n_ctx, e.message);
+            rc = 1;
+        }
+        if (rc < 0 && hook_flags_apply(CMD, &hf, s)) rc = 1;
+        double t0 = args_now();
+        for (int i = 0; i < p.n && rc < 0; i++) {
+            glim_session_reset(s);
+            if (glim_eval(s, p.ids[i], p.len[i], 0, GLIM_LOGITS_LAST, logits,
+                          (size_t)in->vocab_size, &e)) {
+                fprintf(stderr, CMD ": prompt %d: %s\n", i + 1, e.message);
+                rc = 1;
+            }
+        }
+        if (rc < 0) {
+            fprintf(stderr, "%d prompts in %.2f s\n", p.n, args_now() - t0);
+            rc = hook_flags_finish(CMD, &hf, s);
+        }
+    }
+    glim_session_free(s);
+    glim_model_close(m);
+    glim_tokenizer_free(tok);
+    prompts_free(&p);
+    free(logits);
+    hook_flags_free(&hf);
     return rc;
 }

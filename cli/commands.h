@@ -15,6 +15,7 @@ int cmd_logits(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_steer_extract(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const glim_command commands[] = {
     {"chat", "chat with the model in the Muse chat format (streaming, REPL)", cmd_chat},
     {"steer-extract", "difference-of-means steering directions -> control-vector GGUF",
      cmd_steer_extract},
+    {"capture", "stream the residual stream of many prompts to a safetensors file", cmd_capture},
 };
 
 static void usage(FILE *f) {

@@ -58,6 +58,16 @@ printf '1,2,99999\n' >"$tmp/oov.txt"
 expect extract_oov 2 "99999" \
     "$B" steer-extract -m "$tmp/model" --positive "$tmp/oov.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf"
 
+# glimmer capture: one model load, every prompt, rows streamed to one file.
+cat "$tmp/pos.txt" "$tmp/neg.txt" >"$tmp/all.txt"
+expect capture_corpus 0 "wrote .*cap.safetensors: residual F32 \[5, 2, [0-9]+\]" \
+    "$B" capture -m "$tmp/model" --prompts "$tmp/all.txt" -o "$tmp/cap.safetensors" --capture-layers 1,3 \
+    --steer "$tmp/cv.gguf,scale=0" --census "$tmp/census.json"
+if grep -q '"decode_tokens":5' "$tmp/census.json" 2>/dev/null; then pass capture_census; else fail capture_census "census.json lacks decode_tokens 5"; fi
+expect capture_needs_output 2 "missing -o" "$B" capture -m "$tmp/model" --prompts "$tmp/all.txt"
+expect capture_bad_steer_option 2 "unknown option 'frob'" "$B" capture -m x --prompts y -o z --steer "a.gguf,frob=1"
+expect capture_bad_layer 1 "layer 9 is outside" "$B" capture -m "$tmp/model" --prompts "$tmp/all.txt" -o "$tmp/c2.safetensors" --capture-layers 9
+
 # The hook flags on run, once its owner has added them.
 if ! "$B" run --help 2>/dev/null | grep -q -e "--steer"; then
     skip run_steer "glimmer run does not take the hook flags yet (cli/hook_flags.h)"
