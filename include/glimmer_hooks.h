@@ -124,15 +124,18 @@ void glim_directions_unset(glim_directions *d, int layer);
 
 /* ---------------------------------------------------------------------------------------------
  * Residual capture: rows of the residual stream at chosen layers' outputs (after steering).
- * A "sequence" starts whenever a chunk starts at position 0 (glim_session_reset + glim_eval). */
+ * A "sequence" starts whenever a chunk starts at position 0 (glim_session_reset + glim_eval).
+ * The "head token" of a glim_eval call that computes logits (LAST or ALL) is its last position;
+ * a call with GLIM_LOGITS_NONE has none (the seed's prefill passes without a head). */
 
 typedef enum glim_capture_select {
-    GLIM_CAPTURE_LAST_PROMPT = 0, /* the seed's default: the last row of the first chunk with a
-                                     head (logits) in each sequence = the last prompt token */
+    GLIM_CAPTURE_LAST_PROMPT = 0, /* the seed's default: the head token (below) of the first
+                                     glim_eval call with logits in each sequence = the last
+                                     prompt token */
     GLIM_CAPTURE_ALL,             /* every evaluated position, prompt and generation */
     GLIM_CAPTURE_POSITIONS,       /* rows whose position is in positions[] (each sequence) */
-    GLIM_CAPTURE_HEAD,            /* the last row of every chunk with a head: the last prompt
-                                     token and every generated token fed back */
+    GLIM_CAPTURE_HEAD,            /* the head token of every glim_eval call with logits: the
+                                     last prompt token and every generated token fed back */
 } glim_capture_select;
 
 typedef struct glim_capture_params {
@@ -171,8 +174,8 @@ glim_status glim_session_capture_view(const glim_session *s, glim_capture_view *
 /* Forgets the rows held in memory (keeps the spec and the buffers). */
 void glim_session_capture_clear(glim_session *s);
 /* Writes the rows held in memory as safetensors: `residual` F32 [N, Lc, hidden], `positions`,
- * `tokens`, `sequence` I32 [N], `layers` I32 [Lc], with metadata stating the convention. In
- * stream mode: flushes and completes the stream file (path must be NULL or the same). */
+ * `tokens`, `sequence` I32 [N], `layers` I32 [Lc], with metadata stating the convention. A
+ * streaming capture is refused here: glim_session_capture_stop completes its file. */
 glim_status glim_session_capture_write(glim_session *s, const char *path, glim_error *err);
 /* Ends capture and frees its memory; a stream file is completed first. */
 glim_status glim_session_capture_stop(glim_session *s, glim_error *err);
@@ -181,9 +184,9 @@ glim_status glim_session_capture_stop(glim_session *s, glim_error *err);
 void glim_session_note_tokens(glim_session *s, const int32_t *tokens, int n, int position);
 
 /* ---------------------------------------------------------------------------------------------
- * FFN census over decode tokens. Only the last row of a chunk that computes logits is a decode
- * token (the seed runs one token per pass and only those with a head are read back); the other
- * rows, and chunks without a head, are prefill: counted, not accumulated. Per layer and neuron:
+ * FFN census over decode tokens. Only the head token of a glim_eval call with logits (see
+ * capture) is a decode token (the seed runs one token per pass and reads back only those with a
+ * head); every other row is prefill: counted, not accumulated. Per layer and neuron:
  * mass = sum |act|; a log2 histogram of |act| with GLIM_CENSUS_BINS bins: bin 0 holds act == 0,
  * bin 1 + (e - GLIM_CENSUS_EXP_MIN) holds floor(log2 |act|) = e clamped to [EXP_MIN, EXP_MAX]
  * (so subnormals and |act| < 2^-24 land in bin 1, |act| >= 2^8 in the last bin); non-finite
