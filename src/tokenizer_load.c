@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "tokenizer.h"
+#include "tokenizer_json.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Byte-level characters: GPT-2 maps every byte to a printable code point; printable Latin-1
@@ -132,74 +133,88 @@ static int json_bool(json_t *obj, const char *key, int dflt) {
     return v && json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-/* Largest id used by the vocabulary and the added tokens. */
-static glim_status scan_ids(json_t *vocab, json_t *added, int *n_vocab, glim_error *err) {
-    long long max = -1;
-    const char *key;
-    json_t *v;
-    json_object_foreach(vocab, key, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (1 << 30))
-            return glim_fail(err, GLIM_E_FORMAT,
-                             "tokenizer.json: model.vocab[\"%.60s\"]: expected an id in "
-                             "[0, 2^30), got %s", key, json_is_integer(v) ? "an out-of-range integer" : "a non-integer");
-        if (json_integer_value(v) > max) max = json_integer_value(v);
+/* ---- the vocabulary (walked in place by tokenizer_json.c) ---- */
+
+typedef struct vocab_walk {
+    loader *L;
+    long long max_id;
+    size_t n;
+    unsigned char *buf;
+    size_t cap;
+    glim_status st;
+} vocab_walk;
+
+static int vocab_max_cb(void *ctx, const char *key, size_t len, long long id) {
+    vocab_walk *w = ctx;
+    if (id < 0 || id >= (1 << 30)) {
+        w->st = glim_fail(w->L->err, GLIM_E_FORMAT,
+                          "tokenizer.json: model.vocab[\"%.60s\"] = %lld: expected an id in [0, 2^30)", key, id);
+        return 1;
     }
+    if (id > w->max_id) w->max_id = id;
+    w->n++;
+    return 0;
+}
+
+static int vocab_add_cb(void *ctx, const char *key, size_t len, long long id64) {
+    vocab_walk *w = ctx;
+    glim_tokenizer *tok = w->L->tok;
+    int32_t id = (int32_t)id64;
+    if (tok->tok_flags[id] & TOK_IN_MODEL) {
+        w->st = glim_fail(w->L->err, GLIM_E_FORMAT,
+                          "tokenizer.json: model.vocab: id %d is used by two entries (\"%.60s\" and another)", id, key);
+        return 1;
+    }
+    if (len > w->cap) {
+        w->cap = len * 2 + 64;
+        unsigned char *nb = realloc(w->buf, w->cap);
+        if (!nb) {
+            w->st = glim_fail(w->L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+            return 1;
+        }
+        w->buf = nb;
+    }
+    long n = byte_level_decode(key, len, w->buf);
+    unsigned char flags = TOK_IN_MODEL;
+    if (n < 0) { /* not byte-level: keep its UTF-8 (the ByteLevel decoder does the same) */
+        memcpy(w->buf, key, len);
+        n = (long)len;
+        flags |= TOK_RAW;
+    }
+    if ((w->st = arena_add(w->L, w->buf, (size_t)n, &tok->tok_off[id]))) return 1;
+    tok->tok_len[id] = (uint32_t)n;
+    tok->tok_flags[id] = flags;
+    return 0;
+}
+
+/* Largest id of the vocabulary and the added tokens, and the vocabulary's entry count. */
+static glim_status scan_ids(loader *L, tok_jspan vocab, json_t *added, size_t *n_entries) {
+    vocab_walk w = {.L = L, .max_id = -1};
+    int rc = tok_json_each_vocab(vocab, vocab_max_cb, &w);
+    if (w.st) return w.st;
+    if (rc) return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: model.vocab: every value must be an integer id");
     size_t i;
+    json_t *v;
     json_array_foreach(added, i, v) {
         json_t *id = json_object_get(v, "id");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= (1 << 30))
-            return glim_fail(err, GLIM_E_FORMAT,
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= (1 << 30))
+            return glim_fail(L->err, GLIM_E_FORMAT,
                              "tokenizer.json: added_tokens[%zu].id: expected an id in [0, 2^30)", i);
-        if (json_integer_value(id) > max) max = json_integer_value(id);
+        if (json_integer_value(id) > w.max_id) w.max_id = json_integer_value(id);
     }
-    if (max < 0) return glim_fail(err, GLIM_E_FORMAT, "tokenizer.json: the vocabulary is empty");
-    *n_vocab = (int)max + 1;
+    if (w.max_id < 0) return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: the vocabulary is empty");
+    L->tok->n_vocab = (int)w.max_id + 1;
+    *n_entries = w.n;
     return GLIM_OK;
 }
 
-static glim_status load_vocab(loader *L, json_t *vocab) {
+static glim_status load_vocab(loader *L, tok_jspan vocab, size_t n_entries) {
     glim_tokenizer *tok = L->tok;
-    const char *key;
-    json_t *v;
-    unsigned char *buf = NULL;
-    size_t buf_cap = 0;
-    size_t n_entries = 0;
-    json_object_foreach(vocab, key, v) {
-        size_t klen = strlen(key); /* byte-level strings never hold NUL (byte 0 is U+0100) */
-        int32_t id = (int32_t)json_integer_value(v);
-        if (tok->tok_flags[id] & TOK_IN_MODEL) {
-            free(buf);
-            return glim_fail(L->err, GLIM_E_FORMAT,
-                             "tokenizer.json: model.vocab: id %d is used by two entries "
-                             "(\"%.60s\" and another)", id, key);
-        }
-        if (klen > buf_cap) {
-            buf_cap = klen * 2 + 64;
-            unsigned char *nb = realloc(buf, buf_cap);
-            if (!nb) {
-                free(buf);
-                return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
-            }
-            buf = nb;
-        }
-        long n = byte_level_decode(key, klen, buf);
-        unsigned char flags = TOK_IN_MODEL;
-        if (n < 0) { /* not byte-level: keep its UTF-8 (the ByteLevel decoder does the same) */
-            memcpy(buf, key, klen);
-            n = (long)klen;
-            flags |= TOK_RAW;
-        }
-        glim_status s = arena_add(L, buf, (size_t)n, &tok->tok_off[id]);
-        if (s) {
-            free(buf);
-            return s;
-        }
-        tok->tok_len[id] = (uint32_t)n;
-        tok->tok_flags[id] = flags;
-        n_entries++;
-    }
-    free(buf);
+    vocab_walk w = {.L = L};
+    int rc = tok_json_each_vocab(vocab, vocab_add_cb, &w);
+    free(w.buf);
+    if (w.st) return w.st;
+    if (rc) return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: model.vocab is malformed");
     tok->vmask = table_size(n_entries) - 1;
     tok->vslot = malloc(sizeof *tok->vslot * (tok->vmask + 1));
     if (!tok->vslot) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
@@ -209,12 +224,26 @@ static glim_status load_vocab(loader *L, json_t *vocab) {
         const unsigned char *s = (const unsigned char *)tok->arena + tok->tok_off[id];
         if (tok_vocab_find(tok, s, tok->tok_len[id]) >= 0)
             return glim_fail(L->err, GLIM_E_FORMAT,
-                             "tokenizer.json: model.vocab: two entries (one is id %d) decode to "
-                             "the same bytes", id);
+                             "tokenizer.json: model.vocab: two entries (one is id %d) decode to the same bytes", id);
         vocab_insert(tok, id);
         if (tok->tok_len[id] == 1) tok->byte_id[s[0]] = id;
     }
     return GLIM_OK;
+}
+
+/* ---- merges ---- */
+
+typedef struct merge_walk {
+    loader *L;
+    size_t count;
+    unsigned char *buf;
+    size_t cap;
+    glim_status st;
+} merge_walk;
+
+static int merge_count_cb(void *ctx, size_t index, const char *a, size_t alen, const char *b, size_t blen, int pair) {
+    ((merge_walk *)ctx)->count++;
+    return 0;
 }
 
 /* Looks up one side of a merge given in byte-level form. */
@@ -224,82 +253,70 @@ static int32_t merge_side(glim_tokenizer *tok, const char *s, size_t n, unsigned
     return tok_vocab_find(tok, buf, (size_t)len);
 }
 
-static glim_status load_merges(loader *L, json_t *merges) {
-    glim_tokenizer *tok = L->tok;
-    size_t n = json_array_size(merges);
-    tok->mmask = table_size(n) - 1;
-    size_t slots = (size_t)tok->mmask + 1;
-    tok->merge = calloc(slots, sizeof *tok->merge);
-    if (!tok->merge)
-        return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory for %zu merges", n);
-    unsigned char *buf = NULL;
-    size_t buf_cap = 0;
-    glim_status st = GLIM_OK;
-    for (size_t r = 0; r < n && !st; r++) {
-        json_t *m = json_array_get(merges, r);
-        const char *a, *b;
-        size_t alen, blen;
-        if (json_is_string(m)) { /* "a b" */
-            a = json_string_value(m);
-            const char *sp = strchr(a, ' ');
-            if (!sp || strchr(sp + 1, ' ')) {
-                st = glim_fail(L->err, GLIM_E_FORMAT,
-                               "tokenizer.json: model.merges[%zu]: \"%.60s\" is not two tokens "
-                               "separated by one space", r, a);
-                break;
-            }
-            alen = (size_t)(sp - a);
-            b = sp + 1;
-            blen = strlen(b);
-        } else if (json_is_array(m) && json_array_size(m) == 2 &&
-                   json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1))) {
-            a = json_string_value(json_array_get(m, 0));
-            alen = json_string_length(json_array_get(m, 0));
-            b = json_string_value(json_array_get(m, 1));
-            blen = json_string_length(json_array_get(m, 1));
-        } else {
-            st = glim_fail(L->err, GLIM_E_FORMAT,
-                           "tokenizer.json: model.merges[%zu]: expected \"a b\" or [\"a\", \"b\"]", r);
-            break;
+static int merge_add_cb(void *ctx, size_t r, const char *a, size_t alen, const char *b, size_t blen, int pair) {
+    merge_walk *w = ctx;
+    glim_tokenizer *tok = w->L->tok;
+    if (!pair) { /* "a b": exactly one space */
+        const char *sp = memchr(a, ' ', alen);
+        if (!sp || memchr(sp + 1, ' ', alen - (size_t)(sp + 1 - a))) {
+            w->st = glim_fail(w->L->err, GLIM_E_FORMAT,
+                              "tokenizer.json: model.merges[%zu]: \"%.60s\" is not two tokens separated by one space",
+                              r, a);
+            return 1;
         }
-        if (alen + blen > buf_cap) {
-            buf_cap = 2 * (alen + blen) + 64;
-            unsigned char *nb = realloc(buf, buf_cap);
-            if (!nb) {
-                st = glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
-                break;
-            }
-            buf = nb;
-        }
-        int32_t left = merge_side(tok, a, alen, buf);
-        int32_t right = merge_side(tok, b, blen, buf);
-        if (left < 0 || right < 0) {
-            st = glim_fail(L->err, GLIM_E_FORMAT,
-                           "tokenizer.json: model.merges[%zu]: token \"%.*s\" is not in the vocabulary",
-                           r, (int)(left < 0 ? (alen > 60 ? 60 : alen) : (blen > 60 ? 60 : blen)),
-                           left < 0 ? a : b);
-            break;
-        }
-        size_t ll = tok->tok_len[left], rl = tok->tok_len[right];
-        memcpy(buf, tok->arena + tok->tok_off[left], ll);
-        memcpy(buf + ll, tok->arena + tok->tok_off[right], rl);
-        int32_t merged = tok_vocab_find(tok, buf, ll + rl);
-        if (merged < 0) {
-            st = glim_fail(L->err, GLIM_E_FORMAT,
-                           "tokenizer.json: model.merges[%zu]: the merge of \"%.*s\" and \"%.*s\" "
-                           "is not in the vocabulary", r, (int)(alen > 40 ? 40 : alen), a,
-                           (int)(blen > 40 ? 40 : blen), b);
-            break;
-        }
-        uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
-        uint32_t i = merge_slot(key, tok->mmask);
-        while (tok->merge[i].key && tok->merge[i].key != key) i = (i + 1) & tok->mmask;
-        if (tok->merge[i].key) continue; /* a repeated merge keeps its first (lowest) rank */
-        tok->merge[i] = (tok_merge){key, (uint32_t)r, merged};
+        b = sp + 1;
+        blen = alen - (size_t)(b - a);
+        alen = (size_t)(sp - a);
     }
-    tok->n_merges = n;
-    free(buf);
-    return st;
+    if (alen + blen > w->cap) {
+        w->cap = 2 * (alen + blen) + 64;
+        unsigned char *nb = realloc(w->buf, w->cap);
+        if (!nb) {
+            w->st = glim_fail(w->L->err, GLIM_E_NOMEM, "tokenizer: out of memory");
+            return 1;
+        }
+        w->buf = nb;
+    }
+    int32_t left = merge_side(tok, a, alen, w->buf), right = merge_side(tok, b, blen, w->buf);
+    if (left < 0 || right < 0) {
+        size_t bad_len = left < 0 ? alen : blen;
+        w->st = glim_fail(w->L->err, GLIM_E_FORMAT,
+                          "tokenizer.json: model.merges[%zu]: token \"%.*s\" is not in the vocabulary", r,
+                          (int)(bad_len > 60 ? 60 : bad_len), left < 0 ? a : b);
+        return 1;
+    }
+    size_t ll = tok->tok_len[left], rl = tok->tok_len[right];
+    memcpy(w->buf, tok->arena + tok->tok_off[left], ll);
+    memcpy(w->buf + ll, tok->arena + tok->tok_off[right], rl);
+    int32_t merged = tok_vocab_find(tok, w->buf, ll + rl);
+    if (merged < 0) {
+        w->st = glim_fail(w->L->err, GLIM_E_FORMAT,
+                          "tokenizer.json: model.merges[%zu]: the merge of \"%.*s\" and \"%.*s\" is not in the "
+                          "vocabulary", r, (int)(alen > 40 ? 40 : alen), a, (int)(blen > 40 ? 40 : blen), b);
+        return 1;
+    }
+    uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
+    uint32_t i = merge_slot(key, tok->mmask);
+    while (tok->merge[i].key && tok->merge[i].key != key) i = (i + 1) & tok->mmask;
+    if (!tok->merge[i].key) /* a repeated merge keeps its first (lowest) rank */
+        tok->merge[i] = (tok_merge){key, (uint32_t)r, merged};
+    return 0;
+}
+
+static glim_status load_merges(loader *L, tok_jspan merges) {
+    glim_tokenizer *tok = L->tok;
+    merge_walk w = {.L = L};
+    if (tok_json_each_merge(merges, merge_count_cb, &w))
+        return glim_fail(L->err, GLIM_E_FORMAT,
+                         "tokenizer.json: model.merges: expected an array of \"a b\" strings or [\"a\", \"b\"] pairs");
+    tok->n_merges = w.count;
+    tok->mmask = table_size(w.count) - 1;
+    tok->merge = calloc((size_t)tok->mmask + 1, sizeof *tok->merge);
+    if (!tok->merge) return glim_fail(L->err, GLIM_E_NOMEM, "tokenizer: out of memory for %zu merges", w.count);
+    int rc = tok_json_each_merge(merges, merge_add_cb, &w);
+    free(w.buf);
+    if (w.st) return w.st;
+    return rc ? glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: model.merges is malformed") : GLIM_OK;
 }
 
 static glim_status trie_add(loader *L, const unsigned char *s, size_t n, int32_t id) {
@@ -477,20 +494,20 @@ static glim_status check_top(loader *L, json_t *root) {
     return GLIM_OK;
 }
 
-static glim_status load_root(loader *L, json_t *root) {
+static glim_status load_root(loader *L, json_t *root, tok_jspan vocab, tok_jspan merges) {
     glim_tokenizer *tok = L->tok;
     if (!json_is_object(root))
         return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: the top level is not an object");
     json_t *model = json_object_get(root, "model");
     json_t *added = json_object_get(root, "added_tokens");
-    if (!added || json_is_null(added)) added = NULL;
-    else if (!json_is_array(added))
+    if (added && !json_is_null(added) && !json_is_array(added))
         return glim_fail(L->err, GLIM_E_FORMAT, "tokenizer.json: added_tokens is not an array");
     glim_status s;
     if ((s = check_model(L, model)) || (s = check_top(L, root))) return s;
     json_t *empty = json_array();
-    s = scan_ids(json_object_get(model, "vocab"), added ? added : empty, &tok->n_vocab, L->err);
-    if (s) {
+    json_t *added_list = json_is_array(added) ? added : empty;
+    size_t n_entries = 0;
+    if ((s = scan_ids(L, vocab, added_list, &n_entries))) {
         json_decref(empty);
         return s;
     }
@@ -507,36 +524,70 @@ static glim_status load_root(loader *L, json_t *root) {
     for (int b = 0; b < 256; b++) tok->byte_id[b] = -1;
     tok->ignore_merges = json_bool(model, "ignore_merges", 0);
     tok->unk_id = -1;
-    if ((s = load_vocab(L, json_object_get(model, "vocab"))) ||
-        (s = load_merges(L, json_object_get(model, "merges"))) ||
-        (s = load_added(L, added ? added : empty))) {
-        json_decref(empty);
-        return s;
-    }
+    s = load_vocab(L, vocab, n_entries);
+    if (!s) s = load_merges(L, merges);
+    if (!s) s = load_added(L, added_list);
     json_decref(empty);
+    if (s) return s;
     const char *unk = json_string_value(json_object_get(model, "unk_token"));
     if (unk) tok->unk_id = glim_tokenizer_find(tok, unk);
     if ((s = tok_parse_pre_tokenizer(tok, json_object_get(root, "pre_tokenizer"), L->err))) return s;
     return load_post_processor(L, json_object_get(root, "post_processor"));
 }
 
+/* Parses the document: the fast path reads model.vocab / model.merges in place and gives jansson
+ * only the rest; if it does not apply, jansson parses everything (and names any syntax error),
+ * and the two values are re-serialised for the same in-place readers. */
+static glim_status parse_document(const char *json, size_t len, json_t **root, tok_jspan *vocab, tok_jspan *merges,
+                                  char **owned, glim_error *err) {
+    json_error_t jerr;
+    char *skel;
+    size_t skel_len, fail_at;
+    *owned = NULL;
+    if (tok_json_locate(json, len, vocab, merges, &skel, &skel_len, &fail_at) == 0) {
+        *root = json_loadb(skel, skel_len, 0, &jerr);
+        free(skel);
+        if (*root) return GLIM_OK;
+    }
+    *root = json_loadb(json, len, 0, &jerr);
+    if (!*root)
+        return glim_fail(err, GLIM_E_FORMAT, "tokenizer.json: bad JSON at line %d column %d: %s", jerr.line,
+                         jerr.column, jerr.text);
+    json_t *model = json_object_get(*root, "model");
+    char *v = json_dumps(json_object_get(model, "vocab"), JSON_ENCODE_ANY | JSON_COMPACT);
+    char *m = json_dumps(json_object_get(model, "merges"), JSON_ENCODE_ANY | JSON_COMPACT);
+    size_t vl = v ? strlen(v) : 0, ml = m ? strlen(m) : 0;
+    *owned = malloc(vl + ml + 2);
+    if (*owned) {
+        memcpy(*owned, v ? v : "", vl);
+        memcpy(*owned + vl, m ? m : "", ml);
+        *vocab = (tok_jspan){*owned, vl};
+        *merges = (tok_jspan){*owned + vl, ml};
+    }
+    free(v);
+    free(m);
+    return *owned ? GLIM_OK : glim_fail(err, GLIM_E_NOMEM, "tokenizer: out of memory");
+}
+
 glim_status glim_tokenizer_load_json(const char *json, size_t len, glim_tokenizer **out,
                                      glim_error *err) {
     *out = NULL;
     init_byte_level();
-    json_error_t jerr;
-    json_t *root = json_loadb(json, len, 0, &jerr);
-    if (!root)
-        return glim_fail(err, GLIM_E_FORMAT, "tokenizer.json: bad JSON at line %d column %d: %s",
-                         jerr.line, jerr.column, jerr.text);
+    json_t *root;
+    tok_jspan vocab, merges;
+    char *owned;
+    glim_status s = parse_document(json, len, &root, &vocab, &merges, &owned, err);
+    if (s) return s;
     glim_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) {
         json_decref(root);
+        free(owned);
         return glim_fail(err, GLIM_E_NOMEM, "tokenizer: out of memory");
     }
     loader L = {tok, 0, err};
-    glim_status s = load_root(&L, root);
+    s = load_root(&L, root, vocab, merges);
     json_decref(root);
+    free(owned);
     if (s) {
         glim_tokenizer_free(tok);
         return s;

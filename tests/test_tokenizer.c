@@ -283,6 +283,65 @@ static void test_bad_files(void) {
           "directory without tokenizer.json: %s", err.message);
 }
 
+/* The in-place reader of vocab/merges must decode JSON escapes (\\uXXXX, surrogate pairs,
+ * \\n ...) exactly as a JSON library does: the fixture written with every non-ASCII character
+ * escaped gives the same ids. */
+static void test_escaped_json(void) {
+    json_t *root = json_loadb(fixture_text, fixture_len, 0, NULL);
+    REQUIRE(root, "fixture parses");
+    /* an extra entry whose key needs a surrogate pair and a control escape: never matched by
+     * byte-level text, but it must load and keep its UTF-8 */
+    json_object_set_new(json_object_get(json_object_get(root, "model"), "vocab"), "\xf0\x9f\x98\x80\n\"x", json_integer(60));
+    char *text = json_dumps(root, JSON_ENSURE_ASCII | JSON_INDENT(1));
+    json_decref(root);
+    REQUIRE(text && strstr(text, "\\u0120") && strstr(text, "\\uD83D\\uDE00\\n\\\"x"), "escaped dump");
+    glim_tokenizer *tok = NULL;
+    glim_error err;
+    REQUIRE(glim_tokenizer_load_json(text, strlen(text), &tok, &err) == GLIM_OK, "%s", err.message);
+    EXPECT_IDS(tok, "hello world's", 13, GLIM_TOK_ADD_SPECIAL, 100, 24, 29, 30);
+    EXPECT_IDS(tok, "\xc3\xa9" "12\n\n", 6, 0, 34, 35, 36);
+    size_t n;
+    const char *b = glim_token_bytes(tok, 60, &n);
+    CHECK(b && n == 7 && !memcmp(b, "\xf0\x9f\x98\x80\n\"x", 7), "raw (non-byte-level) entry keeps its UTF-8");
+    glim_tokenizer_free(tok);
+    free(text);
+    /* a model without merges: named */
+    tok = load_variant("model", "merges", "null", &err);
+    CHECK(!tok && err.code == GLIM_E_FORMAT && strstr(err.message, "merges"), "no merges: %s", err.message);
+}
+
+/* Truncated or corrupted files: an error (or, for a harmless corruption, a tokenizer), never a
+ * crash; every truncation is an error. */
+static void test_fuzz_files(void) {
+    char *buf = malloc(fixture_len + 1);
+    int truncated_ok = 0;
+    for (size_t n = 0; n < fixture_len - 1; n++) {
+        memcpy(buf, fixture_text, n);
+        glim_tokenizer *tok = NULL;
+        glim_error err;
+        if (glim_tokenizer_load_json(buf, n, &tok, &err) == GLIM_OK) truncated_ok++;
+        glim_tokenizer_free(tok);
+    }
+    CHECK(truncated_ok == 0, "%d truncated files loaded", truncated_ok);
+    uint64_t seed = 0xD1B54A32D192ED03ull ^ (uint64_t)(uintptr_t)buf;
+    for (int iter = 0; iter < 2000; iter++) {
+        memcpy(buf, fixture_text, fixture_len);
+        for (int k = 0; k < 3; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            buf[(seed >> 33) % fixture_len] = "{}[]\",:\\u0 aZ\xc4"[(seed >> 20) % 14];
+        }
+        glim_tokenizer *tok = NULL;
+        glim_error err;
+        if (glim_tokenizer_load_json(buf, fixture_len, &tok, &err) == GLIM_OK) {
+            glim_tokens t = {0};
+            CHECK(glim_tokenize(tok, "hello world's", 13, GLIM_TOK_ADD_SPECIAL, &t, &err) == GLIM_OK, "%s", err.message);
+            glim_tokens_free(&t);
+        }
+        glim_tokenizer_free(tok);
+    }
+    free(buf);
+}
+
 static void test_split_behaviors(void) {
     glim_error err;
     /* Split on the literal "l" with each behaviour; ByteLevel after. Worked by hand on "hello":
@@ -328,6 +387,8 @@ int main(void) {
     RUN(test_stream_decoder);
     RUN(test_bad_files);
     RUN(test_split_behaviors);
+    RUN(test_escaped_json);
+    RUN(test_fuzz_files);
     free(fixture_text);
     return CHECK_DONE();
 }
