@@ -54,7 +54,7 @@ hfver=$(node -e 'console.log(require(process.argv[1]).version)' "$dir/node_modul
     cat "$tmp"
     echo
     echo "The npm package is Hugging Face's pure-JavaScript implementation (tokenizers.js), the reference"
-    echo "the tests compare ids with; the Rust library behind Python's \\`tokenizers\\` is faster than it."
+    echo 'the tests compare ids with; the Rust library behind Python'"'"'s `tokenizers` is faster than it.'
     echo
     echo "muse: Split(O200K regex, isolated) + ByteLevel, ignore_merges, [\"a\",\"b\"] merges (Muse Glimmer's shape)."
     echo "gpt2: ByteLevel(use_regex) with the GPT-2 regex, \"a b\" merges, no ignore_merges (every piece goes"
