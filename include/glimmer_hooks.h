@@ -144,7 +144,9 @@ typedef struct glim_capture_params {
     int n_positions;
     const int32_t *layers;     /* layers to keep, ascending or not (copied); NULL = all */
     int n_layers;
-    int max_rows;              /* rows held in memory; 0 = n_ctx (ALL/POSITIONS/HEAD) or 64 */
+    int max_rows;              /* rows held in memory (each n_layers*hidden*4 bytes, 1.4 MB at
+                                  30B); 0 = 64 for LAST_PROMPT or a stream, else n_ctx but at
+                                  most 1 GiB of rows */
     const char *stream_path;   /* non-NULL: rows are streamed to this safetensors file when the
                                   buffer fills, the file is completed by glim_session_capture_stop
                                   or _write; max_rows is then raised to at least n_batch */

@@ -16,6 +16,7 @@
 
 #define STREAM_HEADER_RESERVE 8192
 #define DEFAULT_MAX_TOTAL (1 << 20)
+#define DEFAULT_BUDGET (1ull << 30) /* bytes of rows held in memory by default */
 #define LAYER_CONVENTION                                                                      \
     "layers[i] = l: the residual stream at the output of decoder layer l (0-based), after its " \
     "FFN residual add and after steering; equals Hugging Face hidden_states[l+1] (for the last " \
@@ -277,13 +278,17 @@ static glim_status alloc_capture(struct glim_hooks *h, const glim_capture_params
         qsort(c->positions, (size_t)p->n_positions, sizeof *c->positions, cmp_i32);
         c->n_positions = p->n_positions;
     }
+    uint64_t row_floats = (uint64_t)c->n_slots * (uint64_t)h->hidden;
     int max_rows = p->max_rows;
-    if (!max_rows) max_rows = p->stream_path ? 64 : p->select == GLIM_CAPTURE_LAST_PROMPT ? 64 : h->n_ctx;
+    if (!max_rows && (p->stream_path || p->select == GLIM_CAPTURE_LAST_PROMPT)) max_rows = 64;
+    if (!max_rows) { /* the context, but no more than DEFAULT_BUDGET bytes (at least a chunk) */
+        uint64_t fit = DEFAULT_BUDGET / (row_floats * sizeof(float));
+        max_rows = (uint64_t)h->n_ctx < fit ? h->n_ctx : fit < (uint64_t)h->n_batch ? h->n_batch : (int)fit;
+    }
     if (p->stream_path && max_rows < h->n_batch) max_rows = h->n_batch;
     c->max_rows = max_rows;
     c->meta_cap = p->stream_path ? (uint64_t)(p->max_total_rows ? p->max_total_rows : DEFAULT_MAX_TOTAL)
                                  : (uint64_t)max_rows;
-    uint64_t row_floats = (uint64_t)c->n_slots * (uint64_t)h->hidden;
     if ((uint64_t)max_rows > (SIZE_MAX / 8) / row_floats)
         return glim_fail(err, GLIM_E_ARG, "capture: %d rows of %llu floats do not fit in memory",
                          max_rows, (unsigned long long)row_floats);
