@@ -1,0 +1,324 @@
+/* attention.cu: attention of each query token over the bf16 KV cache, GQA (one block serves
+ * the G = H/Hkv query heads of one kv head), split across blocks along the keys for long
+ * contexts (flash-decoding): each block keeps a running max / sum / weighted V over tiles of 64
+ * keys; the last block of a (token, kv head) to finish merges the splits in a fixed order,
+ * applies the sigmoid output gate and, when the slice is whole spans, stages its part of the
+ * o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
+ * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
+ * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k. */
+#include "cuda/rope_qk.cuh"
+
+#define AT_WARPS (GCU_ATT_THREADS / 32)
+#define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
+
+struct AtSmem {
+    float *qs, *S, *m, *l, *corr, *kbuf;
+    int *flag;
+};
+
+__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D) {
+    AtSmem s;
+    s.qs = base;
+    s.S = s.qs + G * D;
+    s.m = s.S + G * GCU_ATT_TILE;
+    s.l = s.m + G;
+    s.corr = s.l + G;
+    s.kbuf = s.corr + G;
+    s.flag = (int *)(s.kbuf + D);
+    return s;
+}
+
+/* Scores of one tile: warp (kg, hg) takes keys kg*32+lane and heads hg, hg+4, ... */
+__device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int G, int tile0,
+                          int k1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
+    const int kg = warp & 1, hg = warp >> 1;
+    const int j = tile0 + kg * 32 + lane;
+    const bool valid = j < k1;
+    const __nv_bfloat16 *kr = a.kc + ((size_t)(valid ? j % a.R : 0) * a.Hkv + kvh) * D;
+    for (int hc = 0; hc < G; hc += 16) {
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (valid) {
+            for (int d8 = 0; d8 < D / 8; d8++) {
+                uint4 kv = *(const uint4 *)(kr + d8 * 8);
+                float kf[8] = {gcu_bf16lo(kv.x), gcu_bf16hi(kv.x), gcu_bf16lo(kv.y), gcu_bf16hi(kv.y),
+                               gcu_bf16lo(kv.z), gcu_bf16hi(kv.z), gcu_bf16lo(kv.w), gcu_bf16hi(kv.w)};
+#pragma unroll
+                for (int m = 0; m < 4; m++) {
+                    int h = hc + hg + 4 * m;
+                    if (h >= G) break;
+                    const float4 *q = (const float4 *)(sm.qs + h * D + d8 * 8);
+                    float4 q0 = q[0], q1 = q[1];
+                    s[m] += q0.x * kf[0] + q0.y * kf[1] + q0.z * kf[2] + q0.w * kf[3] +
+                            q1.x * kf[4] + q1.y * kf[5] + q1.z * kf[6] + q1.w * kf[7];
+                }
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < 4; m++) {
+            int h = hc + hg + 4 * m;
+            if (h < G) sm.S[h * GCU_ATT_TILE + kg * 32 + lane] = valid ? s[m] * a.scale : -INFINITY;
+        }
+    }
+}
+
+/* Online softmax over the tile's scores; S becomes probabilities (relative to the new max). */
+__device__ void at_softmax(const AtSmem &sm, int G) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int h = warp; h < G; h += AT_WARPS) {
+        float *row = sm.S + h * GCU_ATT_TILE;
+        float v0 = row[lane], v1 = row[lane + 32];
+        float mo = sm.m[h], mn = fmaxf(mo, gcu_warp_max(fmaxf(v0, v1)));
+        float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
+        float p0 = v0 == -INFINITY ? 0.0f : expf(v0 - mn), p1 = v1 == -INFINITY ? 0.0f : expf(v1 - mn);
+        row[lane] = p0;
+        row[lane + 32] = p1;
+        float sum = gcu_warp_sum(p0 + p1);
+        __syncwarp();
+        if (lane == 0) {
+            sm.l[h] = sm.l[h] * corr + sum;
+            sm.m[h] = mn;
+            sm.corr[h] = corr;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+    extern __shared__ float at_base[];
+    const int kvh = blockIdx.x, sp = blockIdx.y, t = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int D = a.D, G = a.H / a.Hkv, D4 = D / 4;
+    AtSmem sm = at_smem(at_base, G, D);
+    gcu_pdl_wait();
+    gcu_pdl_trigger();
+    const int pos = *a.pos0 + t;
+    const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
+    const int n = k1 - k0;
+    int chunk = (n + a.nsplit - 1) / a.nsplit;
+    chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
+    const int nsp = (n + chunk - 1) / chunk;
+    if (sp >= nsp) return;
+    const int my0 = k0 + sp * chunk, my1 = my0 + chunk < k1 ? my0 + chunk : k1;
+    const float *row = a.qkvg + (size_t)t * a.ldq;
+
+    /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
+    if (fused) {
+        for (int h = warp; h < G; h += AT_WARPS)
+            gcu_prep_head(row + (size_t)(kvh * G + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale,
+                          a.inv_freq, pos, lane);
+        if (sp == nsp - 1 && warp == AT_WARPS - 1) {
+            gcu_prep_head(row + (size_t)a.H * D + (size_t)kvh * D, sm.kbuf, D, a.eps, 1.0f,
+                          a.inv_freq, pos, lane);
+            size_t slot = (size_t)(pos % a.R);
+            const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)kvh * D;
+            for (int d = lane; d < D; d += 32) {
+                a.kc[(slot * a.Hkv + kvh) * D + d] = __float2bfloat16_rn(sm.kbuf[d]);
+                a.vc[(slot * a.Hkv + kvh) * D + d] = __float2bfloat16_rn(v[d]);
+            }
+        }
+    } else {
+        const float *q = a.qn + (size_t)t * a.H * D + (size_t)kvh * G * D;
+        for (int i = tid; i < G * D; i += GCU_ATT_THREADS) sm.qs[i] = q[i];
+    }
+    for (int h = tid; h < G; h += GCU_ATT_THREADS) {
+        sm.m[h] = -INFINITY;
+        sm.l[h] = 0.0f;
+    }
+    __syncthreads();
+
+    float4 o[AT_MAXC];
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
+        at_scores(a, sm, kvh, G, tile0, my1);
+        __syncthreads();
+        at_softmax(sm, G);
+        __syncthreads();
+        const int nv = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
+#pragma unroll
+        for (int c = 0; c < AT_MAXC; c++) {
+            int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
+            if (h >= G) break;
+            float corr = sm.corr[h];
+            float4 acc = make_float4(o[c].x * corr, o[c].y * corr, o[c].z * corr, o[c].w * corr);
+            const float *p = sm.S + h * GCU_ATT_TILE;
+            for (int kl = 0; kl < nv; kl++) {
+                const __nv_bfloat16 *vr = a.vc + ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
+                uint2 vv = *(const uint2 *)vr;
+                float pk = p[kl];
+                acc.x += pk * gcu_bf16lo(vv.x);
+                acc.y += pk * gcu_bf16hi(vv.x);
+                acc.z += pk * gcu_bf16lo(vv.y);
+                acc.w += pk * gcu_bf16hi(vv.y);
+            }
+            o[c] = acc;
+        }
+        __syncthreads();
+    }
+
+    /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
+    const size_t pstride = (size_t)G * D + 2 * G;
+    float *mine = a.part + ((size_t)(t * a.Hkv + kvh) * a.nsplit + sp) * pstride;
+    if (nsp > 1) {
+#pragma unroll
+        for (int c = 0; c < AT_MAXC; c++) {
+            int idx = tid + c * GCU_ATT_THREADS;
+            if (idx / D4 >= G) break;
+            ((float4 *)mine)[idx] = o[c];
+        }
+        for (int h = tid; h < G; h += GCU_ATT_THREADS) {
+            mine[G * D + h] = sm.m[h];
+            mine[G * D + G + h] = sm.l[h];
+        }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) *sm.flag = atomicAdd(&a.counters[t * a.Hkv + kvh], 1) == nsp - 1;
+        __syncthreads();
+        if (!*sm.flag) return;
+        __threadfence();
+    }
+    float *out = sm.qs; /* q is no longer needed: the gated output goes here */
+    const float *base = a.part + (size_t)(t * a.Hkv + kvh) * a.nsplit * pstride;
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) {
+        int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
+        if (h >= G) break;
+        float4 r;
+        if (nsp == 1) {
+            float inv = 1.0f / sm.l[h];
+            r = make_float4(o[c].x * inv, o[c].y * inv, o[c].z * inv, o[c].w * inv);
+        } else {
+            float M = -INFINITY;
+            for (int s = 0; s < nsp; s++) M = fmaxf(M, __ldcg(base + s * pstride + G * D + h));
+            float L = 0.0f;
+            float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int s = 0; s < nsp; s++) {
+                float e = expf(__ldcg(base + s * pstride + G * D + h) - M);
+                L += __ldcg(base + s * pstride + G * D + G + h) * e;
+                float4 v = __ldcg((const float4 *)(base + s * pstride) + idx);
+                acc.x += v.x * e;
+                acc.y += v.y * e;
+                acc.z += v.z * e;
+                acc.w += v.w * e;
+            }
+            float inv = 1.0f / L;
+            r = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+        }
+        const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)kvh * G * D + h * D + 4 * d4;
+        r.x *= gcu_sigmoid(g[0]);
+        r.y *= gcu_sigmoid(g[1]);
+        r.z *= gcu_sigmoid(g[2]);
+        r.w *= gcu_sigmoid(g[3]);
+        ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)kvh * G * D))[idx] = r;
+        ((float4 *)out)[idx] = r;
+    }
+    if (nsp > 1 && tid == 0) a.counters[t * a.Hkv + kvh] = 0;
+    if (!has_f) return;
+    __syncthreads();
+    /* stage this kv head's slice of the o_proj input (whole spans: checked by the host) */
+    const int span_el = f.kind == GCU_KIND_DENSE ? 32 : 128 * 4 / f.bits;
+    const int e0 = kvh * G * D;
+    auto x = [&](int e) { return out[e - e0]; };
+    gcu_stage_spans(f, x, e0 / span_el, (e0 + G * D) / span_el, a.xs + (size_t)(2 * t) * f.kx,
+                    a.xs + (size_t)(2 * t + 1) * f.kx, a.xsum + (size_t)t * f.nspan * f.pps,
+                    tid, GCU_ATT_THREADS);
+}
+
+extern "C" size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D) {
+    return (size_t)T * Hkv * nsplit * ((size_t)G * D + 2 * G);
+}
+
+extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
+                                       glim_error *err) {
+    int G = c->H / c->Hkv;
+    if (c->H % c->Hkv || c->D % 8 || G * c->D > AT_MAXC * 4 * GCU_ATT_THREADS || G > 64)
+        return glim_fail(err, GLIM_E_UNSUPPORTED,
+                         "attention: %d heads over %d kv heads of width %d (need D %% 8 == 0, "
+                         "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
+    size_t smem = sizeof(float) * ((size_t)G * c->D + (size_t)G * GCU_ATT_TILE + 3 * G + c->D + 4);
+    static int raised;
+    if (!raised) {
+        glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_attention,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       64 * 1024),
+                                  "attention shared memory", err);
+        if (s != GLIM_OK) return s;
+        raised = 1;
+    }
+    gcu_attn_call a = *c;
+    gcu_xfmt f;
+    memset(&f, 0, sizeof f);
+    int has_f = c->f != NULL;
+    if (has_f) f = *c->f;
+    a.f = NULL;
+    void *args[] = {&a, &f, &has_f, &fused};
+    return gcu_check(gcu_launch((const void *)k_attention, dim3(c->Hkv, c->nsplit, c->T),
+                                dim3(GCU_ATT_THREADS), smem, st, c->pdl, args),
+                     "attention launch", err);
+}
+
+/* ---- test wrapper ------------------------------------------------------------------------ */
+
+extern "C" glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
+                                          const float *gate, int n_keys, int H, int Hkv, int D,
+                                          float scale, int nsplit, float *out, glim_error *err) {
+    if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
+    int ldq = (2 * H + 2 * Hkv) * D, G = H / Hkv, pos = n_keys - 1;
+    size_t kvn = (size_t)n_keys * Hkv * D;
+    uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
+    float *row = NULL, *qn = NULL, *part = NULL, *ao = NULL;
+    __nv_bfloat16 *kc = NULL, *vc = NULL;
+    int *p0 = NULL, *cnt = NULL;
+    glim_status s = GLIM_OK;
+    if (!kh || !vh) {
+        s = glim_fail(err, GLIM_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < kvn; i++) {
+        kh[i] = glim_f32_to_bf16(keys[i]);
+        vh[i] = glim_f32_to_bf16(values[i]);
+    }
+    if ((s = gcu_check(cudaMalloc((void **)&row, sizeof(float) * ldq), "alloc", err)) ||
+        (s = gcu_check(cudaMemcpy(row + (H + 2 * Hkv) * D, gate, sizeof(float) * H * D, cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&qn, sizeof(float) * H * D), "alloc", err)) ||
+        (s = gcu_check(cudaMemcpy(qn, q, sizeof(float) * H * D, cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&kc, 2 * kvn), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&vc, 2 * kvn), "alloc", err)) ||
+        (s = gcu_check(cudaMemcpy(kc, kh, 2 * kvn, cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMemcpy(vc, vh, 2 * kvn, cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, sizeof(float) * gcu_attn_part_floats(1, Hkv, nsplit, G, D)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&ao, sizeof(float) * H * D), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&p0, sizeof(int)), "alloc", err)) ||
+        (s = gcu_check(cudaMemcpy(p0, &pos, sizeof(int), cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * Hkv), "alloc", err)) ||
+        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * Hkv), "memset", err)))
+        goto out;
+    {
+        gcu_attn_call c;
+        memset(&c, 0, sizeof c);
+        c.qkvg = row;
+        c.ldq = ldq;
+        c.qn = qn;
+        c.kc = kc;
+        c.vc = vc;
+        c.R = n_keys;
+        c.H = H;
+        c.Hkv = Hkv;
+        c.D = D;
+        c.scale = scale;
+        c.pos0 = p0;
+        c.T = 1;
+        c.nsplit = nsplit;
+        c.part = part;
+        c.counters = cnt;
+        c.aout = ao;
+        if ((s = gcu_attn_launch(&c, 0, 0, err)) != GLIM_OK) goto out;
+        if ((s = gcu_check(cudaDeviceSynchronize(), "attention", err)) != GLIM_OK) goto out;
+        s = gcu_check(cudaMemcpy(out, ao, sizeof(float) * H * D, cudaMemcpyDeviceToHost), "copy", err);
+    }
+out:
+    free(kh), free(vh);
+    cudaFree(row), cudaFree(qn), cudaFree(part), cudaFree(ao), cudaFree(kc), cudaFree(vc);
+    cudaFree(p0), cudaFree(cnt);
+    return s;
+}

@@ -1,0 +1,120 @@
+/* cuda_api.h: the CUDA backend's C boundary. Two parts:
+ *  1. the device model and session used by the backend (forward_cuda.cu) and by `glimmer bench`,
+ *     which also builds a synthetic 30B-shaped model straight in GPU memory;
+ *  2. one host-side wrapper per kernel family, so tests written in C can run each kernel on
+ *     host inputs and compare it with its CPU twin from src/cpu/kernels.h.
+ * Everything here returns a glim_status and fills a glim_error; with no usable device the
+ * functions fail with GLIM_E_BACKEND (gcu_device_count() says so up front). */
+#ifndef GLIM_CUDA_API_H
+#define GLIM_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "model.h"
+
+/* Devices the runtime can use (0 when there is no GPU or no driver). Never fails. */
+int gcu_device_count(void);
+/* "NVIDIA H200, 132 SMs, 139.8 GiB" into buf. */
+void gcu_device_name(char *buf, int len);
+
+/* ---- the device model and session ------------------------------------------------------ */
+
+typedef struct gcu_model gcu_model;
+typedef struct gcu_session gcu_session;
+
+/* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
+ * GLIM_CUDA_PF, GLIM_CUDA_BPS override the defaults). */
+typedef struct gcu_options {
+    int graph;     /* one CUDA graph per decode token (default 1) */
+    int pdl;       /* programmatic dependent launch between kernels (default 1) */
+    int pf_units;  /* L2 prefetch distance of the matrix-vector kernel, in 1 KiB units (default 8) */
+    int bps;       /* matrix-vector blocks per SM (default 1) */
+} gcu_options;
+
+gcu_options gcu_options_default(void);
+
+/* Uploads a bound model's text weights (re-laid out for the kernels). Checks device memory
+ * first. progress: 1 draws a progress bar on stderr (the caller decides it is a terminal). */
+glim_status gcu_model_upload(const glim_model *m, int progress, gcu_model **out, glim_error *err);
+/* A model with cfg's shapes, MLX affine `bits`-bit weights with bf16 scales and biases in
+ * groups of `group`, random values generated on the device (no file, no host copy). */
+glim_status gcu_model_synthetic(const glim_config *cfg, int bits, int group, uint64_t seed,
+                                gcu_model **out, glim_error *err);
+void gcu_model_free(gcu_model *m);
+void gcu_model_set_options(gcu_model *m, const gcu_options *o);
+/* Bytes of weights one decode token reads (every matrix once, norms, one embedding row). */
+uint64_t gcu_model_weight_bytes(const gcu_model *m);
+uint64_t gcu_model_device_bytes(const gcu_model *m);
+
+uint64_t gcu_session_bytes(const gcu_model *m, int n_ctx, int n_batch);
+glim_status gcu_session_new(gcu_model *m, int n_ctx, int n_batch, gcu_session **out,
+                            glim_error *err);
+void gcu_session_free(gcu_session *s);
+/* Runs n tokens at positions pos..pos+n-1 (n <= n_batch), logits as in glim_eval. */
+glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n, int pos,
+                        glim_logits_mode mode, float *logits, glim_error *err);
+/* Bench helper: fills the KV cache rows of positions [0, n) with random bf16 values, as if
+ * n tokens had been evaluated (so decode at a long context can be timed without its prefill). */
+glim_status gcu_session_fake_context(gcu_session *s, int n, uint64_t seed, glim_error *err);
+/* KV bytes one decode token at position pos reads (every visible key and value). */
+uint64_t gcu_kv_bytes_read(const gcu_model *m, int pos);
+/* Device time (ms) of the last forward, measured with events around its kernels. */
+double gcu_session_last_gpu_ms(const gcu_session *s);
+
+/* Device-to-device copy bandwidth in bytes/s (bytes read + bytes written), median of reps
+ * copies of `bytes` bytes. */
+glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error *err);
+
+/* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
+
+enum { GCU_EPI_STORE = 0, GCU_EPI_SWIGLU = 1, GCU_EPI_SOFTCAP = 2 };
+
+/* out[t][r] = sum_c x[t][c] W[r][c] for T tokens (1 <= T <= 32) with the tiled tensor-core
+ * kernel. epi SOFTCAP applies cap*tanh(v*mult/cap); epi SWIGLU takes W2 (up) as well and
+ * returns silu(W x) * (W2 x). smem: 1 stages x in shared memory (T <= 2), 0 reads it from global. */
+glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *W2, const float *x, int T,
+                            int epi, float mult, float cap, int smem, float *out, glim_error *err);
+
+/* One token's norm stage: h' = h + norm(src) (mode 2) and x = norm_out(h'); returns h' and x. */
+typedef struct gcu_test_norm {
+    int K;
+    const float *h, *src;        /* [K] */
+    const float *w_add;          /* [K] gain of the norm applied to src (centred) */
+    float eps_add;
+    const float *w_out;          /* [K] gain of the output norm */
+    int out_centered;            /* 1: gain 1+w, 0: plain w */
+    float eps_out;
+} gcu_test_norm;
+glim_status gcu_test_residual_norm(const gcu_test_norm *p, float *h_out, float *x_out,
+                                   glim_error *err);
+/* The embedding row of `token` (dequantized), then the weightless norm. */
+glim_status gcu_test_embed(const glim_matrix *E, int token, float eps, float *row_out,
+                           float *normed_out, glim_error *err);
+
+/* q/k preparation for one token: per-head weightless norm, q *= qk_scale, RoPE at pos (when
+ * inv_freq != NULL). q: [n_heads][D], k: [n_kv][D] in place. */
+glim_status gcu_test_qk_prep(float *q, int n_heads, float *k, int n_kv, int D, float eps,
+                             float qk_scale, int pos, const float *inv_freq, glim_error *err);
+
+/* Decode attention of one query against n_keys cached rows (keys and values rounded to bf16 in
+ * the cache, as the backend stores them), followed by the sigmoid gate:
+ * out[h][d] = attention(q)[h][d] * sigmoid(gate[h][d]). nsplit splits the keys across blocks. */
+glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
+                               const float *gate, int n_keys, int n_heads, int n_kv, int D,
+                               float scale, int nsplit, float *out, glim_error *err);
+
+/* Elementwise twins: out = a * sigmoid(g); out = silu(g) * u; z = cap*tanh(z*mult/cap). */
+glim_status gcu_test_elementwise(int op, const float *a, const float *b, int n, float mult,
+                                 float cap, float *out, glim_error *err);
+enum { GCU_EW_GATE = 0, GCU_EW_SWIGLU = 1, GCU_EW_SOFTCAP = 2 };
+
+#ifdef __cplusplus
+}
+#endif
+#endif

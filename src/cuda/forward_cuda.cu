@@ -1,0 +1,722 @@
+/* forward_cuda.cu: the CUDA backend's host side: the device model (weights uploaded once and
+ * re-laid out into tiles, q/k/v/gate fused into one matrix, gate/up interleaved so SwiGLU is the
+ * matrix-vector epilogue), sessions (bf16 KV cache, every scratch buffer allocated up front),
+ * the forward as a fixed sequence of kernels that read the position and tokens from device
+ * memory, captured once as a CUDA graph and replayed for every decoded token, and the
+ * glim_backend the glue calls.
+ *
+ * Per layer: stage (residual + norms, staged input) -> qkvg matvec -> attention (q/k prep,
+ * cache write, gate, staged o_proj input) -> o matvec -> stage -> gate/up matvec with SwiGLU ->
+ * stage -> down matvec. With programmatic dependent launch each kernel starts streaming its
+ * weights before the previous one has finished. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda/model_dev.cuh"
+
+extern "C" {
+#include "backend.h"
+#include "session.h"
+}
+
+/* ---- options and progress ----------------------------------------------------------------- */
+
+static int env_int(const char *name, int def) {
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : def;
+}
+
+extern "C" gcu_options gcu_options_default(void) {
+    gcu_options o;
+    o.graph = env_int("GLIM_CUDA_GRAPH", 1);
+    o.pdl = env_int("GLIM_CUDA_PDL", 1);
+    o.pf_units = env_int("GLIM_CUDA_PF", 8);
+    o.bps = env_int("GLIM_CUDA_BPS", 1);
+    return o;
+}
+
+static struct {
+    int on;
+    uint64_t total, done;
+    int last;
+} g_progress;
+
+extern "C" void gcu_progress_add(uint64_t bytes) {
+    if (!g_progress.on || !g_progress.total) return;
+    g_progress.done += bytes;
+    int pct = (int)(100.0 * (double)g_progress.done / (double)g_progress.total);
+    if (pct > 100) pct = 100;
+    if (pct == g_progress.last) return;
+    g_progress.last = pct;
+    char bar[41];
+    for (int i = 0; i < 40; i++) bar[i] = i < pct * 40 / 100 ? '#' : '.';
+    bar[40] = 0;
+    /* The issue asks for a progress bar on a terminal; the caller only enables it on a tty. */
+    fprintf(stderr, "\rglimmer: loading weights to the GPU [%s] %3d%% %.1f/%.1f GiB", bar, pct,
+            (double)g_progress.done / (1u << 30), (double)g_progress.total / (1u << 30));
+    if (pct == 100) fputc('\n', stderr);
+}
+
+/* ---- model upload ------------------------------------------------------------------------- */
+
+typedef struct src_qkvg { const glim_layer *w; int q, kv; } src_qkvg;
+static void rows_qkvg(void *ctx, int r, gcu_rowsrc *o) {
+    const src_qkvg *c = (const src_qkvg *)ctx;
+    const glim_matrix *parts[4] = {&c->w->q, &c->w->k, &c->w->v, &c->w->attn_gate};
+    int sizes[4] = {c->q, c->kv, c->kv, c->q};
+    for (int i = 0; i < 4; r -= sizes[i++])
+        if (r < sizes[i]) {
+            o->m = parts[i];
+            o->r = r;
+            return;
+        }
+}
+typedef struct src_gu { const glim_layer *w; int inter; } src_gu;
+static void rows_gu(void *ctx, int r, gcu_rowsrc *o) {
+    const src_gu *c = (const src_gu *)ctx;
+    int rb = r / 16, k = r % 16, row = rb * 8 + (k & 7);
+    if (row >= c->inter) return;
+    o->m = k < 8 ? &c->w->mlp_gate : &c->w->mlp_up;
+    o->r = row;
+}
+static void rows_plain(void *ctx, int r, gcu_rowsrc *o) {
+    o->m = (const glim_matrix *)ctx;
+    o->r = r;
+}
+
+static glim_status fmt_same(const glim_matrix *a, const glim_matrix *b, glim_error *err) {
+    if (a->bits == b->bits && a->group_size == b->group_size && a->dtype == b->dtype &&
+        a->cols == b->cols)
+        return GLIM_OK;
+    return glim_fail(err, GLIM_E_UNSUPPORTED,
+                     "CUDA backend: %s (%d-bit, group %d, %s) and %s (%d-bit, group %d, %s) share "
+                     "an input and must have one format", a->name, a->bits, a->group_size,
+                     glim_dtype_name(a->dtype), b->name, b->bits, b->group_size,
+                     glim_dtype_name(b->dtype));
+}
+
+static glim_status mat_plan(gcu_mat *M, const glim_matrix *W, int rows, glim_error *err) {
+    gcu_xfmt f;
+    int sbf32;
+    glim_status s = gcu_mat_format_of(W, &f, &sbf32, err);
+    if (s == GLIM_OK) gcu_mat_geometry(M, &f, sbf32, rows);
+    return s;
+}
+
+static glim_status vec_upload(float **d, const glim_vector *v, glim_error *err) {
+    float *h = (float *)malloc(sizeof(float) * (size_t)v->n);
+    if (!h) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
+    for (int64_t i = 0; i < v->n; i++) h[i] = glim_load_f32(v->data, v->dtype, (size_t)i);
+    glim_status s = gcu_check(cudaMalloc((void **)d, sizeof(float) * (size_t)v->n), "norm weights", err);
+    if (s == GLIM_OK)
+        s = gcu_check(cudaMemcpy(*d, h, sizeof(float) * (size_t)v->n, cudaMemcpyHostToDevice),
+                      "norm weights", err);
+    free(h);
+    return s;
+}
+
+static void model_shapes(gcu_model *g, const glim_config *c) {
+    g->vocab = c->vocab_size;
+    g->hidden = c->hidden_size;
+    g->inter = c->intermediate_size;
+    g->L = c->n_layers;
+    g->H = c->n_heads;
+    g->Hkv = c->n_kv_heads;
+    g->D = c->head_dim;
+    g->W = c->sliding_window;
+    g->max_pos = c->max_position;
+    g->rms_eps = c->rms_eps;
+    g->post_eps = c->post_norm_eps;
+    g->qk_scale = c->qk_scale;
+    g->attn_scale = c->attn_scale;
+    g->softcap = c->final_softcap;
+    g->out_mult = c->output_multiplier;
+    g->opt = gcu_options_default();
+}
+
+extern "C" glim_status gcu_model_prepare(gcu_model *g, const glim_config *c, glim_error *err) {
+    model_shapes(g, c);
+    g->is_full = (int *)calloc((size_t)g->L, sizeof(int));
+    g->layer = (gcu_layer *)calloc((size_t)g->L, sizeof(gcu_layer));
+    if (!g->is_full || !g->layer) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
+    for (int l = 0; l < g->L; l++) g->is_full[l] = g->layer[l].full = c->layer_is_full[l];
+    if (g->H % g->Hkv || g->D % 8 || (g->H / g->Hkv) * g->D > 4096)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: %d heads over %d kv heads of "
+                         "width %d (needs head_dim %% 8 == 0 and group*head_dim <= 4096)",
+                         g->H, g->Hkv, g->D);
+    glim_status s = gcu_check(cudaMalloc((void **)&g->inv_freq, sizeof(float) * g->D / 2), "rope", err);
+    if (s == GLIM_OK)
+        s = gcu_check(cudaMemcpy(g->inv_freq, c->inv_freq, sizeof(float) * g->D / 2,
+                                 cudaMemcpyHostToDevice), "rope", err);
+    return s;
+}
+
+extern "C" void gcu_model_count(gcu_model *g) {
+    g->max_nrb = g->head.nrb;
+    for (int l = 0; l < g->L; l++) {
+        gcu_layer *y = &g->layer[l];
+        gcu_mat *ms[4] = {&y->qkvg, &y->o, &y->gu, &y->down};
+        for (int k = 0; k < 4; k++)
+            if (ms[k]->nrb > g->max_nrb) g->max_nrb = ms[k]->nrb;
+    }
+}
+
+static uint64_t embed_bytes(const glim_matrix *E, uint64_t *sb) {
+    *sb = E->bits ? (uint64_t)E->rows * (uint64_t)(E->cols / E->group_size) * glim_dtype_size(E->dtype) : 0;
+    return E->bits ? (uint64_t)E->rows * (uint64_t)(E->cols * E->bits / 32) * 4
+                   : (uint64_t)E->rows * (uint64_t)E->cols * glim_dtype_size(E->dtype);
+}
+
+static glim_status upload_embed(gcu_model *g, const glim_matrix *E, glim_error *err) {
+    if (!E->bits && E->dtype != GLIM_DT_BF16)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: dense embedding must be BF16, "
+                         "%s is %s", E->name, glim_dtype_name(E->dtype));
+    if (E->bits > 8)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: %d-bit embedding", E->bits);
+    uint64_t sb, qb = embed_bytes(E, &sb);
+    void *q = NULL, *s = NULL, *b = NULL;
+    glim_status st;
+    if ((st = gcu_check(cudaMalloc(&q, qb), "embedding", err)) ||
+        (st = gcu_check(cudaMemcpy(q, E->data, qb, cudaMemcpyHostToDevice), "embedding", err)))
+        return st;
+    if (E->bits &&
+        ((st = gcu_check(cudaMalloc(&s, sb), "embedding", err)) ||
+         (st = gcu_check(cudaMalloc(&b, sb), "embedding", err)) ||
+         (st = gcu_check(cudaMemcpy(s, E->scales, sb, cudaMemcpyHostToDevice), "embedding", err)) ||
+         (st = gcu_check(cudaMemcpy(b, E->biases, sb, cudaMemcpyHostToDevice), "embedding", err))))
+        return st;
+    gcu_progress_add(qb + 2 * sb);
+    g->emb.bits = E->bits;
+    g->emb.group = E->group_size;
+    g->emb.sdtype = (int)E->dtype;
+    g->emb.K = (int)E->cols;
+    g->emb.q = q;
+    g->emb.scales = s;
+    g->emb.biases = b;
+    return GLIM_OK;
+}
+
+static glim_status plan_layers(gcu_model *g, const glim_model *m, uint64_t *total, glim_error *err) {
+    const glim_weights *w = &m->w;
+    int Q = g->H * g->D, KV = g->Hkv * g->D;
+    glim_status s;
+    *total = 0;
+    for (int l = 0; l < g->L; l++) {
+        const glim_layer *y = &w->layer[l];
+        gcu_layer *d = &g->layer[l];
+        if ((s = fmt_same(&y->q, &y->k, err)) || (s = fmt_same(&y->q, &y->v, err)) ||
+            (s = fmt_same(&y->q, &y->attn_gate, err)) || (s = fmt_same(&y->mlp_gate, &y->mlp_up, err)) ||
+            (s = mat_plan(&d->qkvg, &y->q, 2 * Q + 2 * KV, err)) ||
+            (s = mat_plan(&d->o, &y->o, g->hidden, err)) ||
+            (s = mat_plan(&d->gu, &y->mlp_gate, 16 * ((g->inter + 7) / 8), err)) ||
+            (s = mat_plan(&d->down, &y->mlp_down, g->hidden, err)))
+            return s;
+        *total += d->qkvg.bytes + d->o.bytes + d->gu.bytes + d->down.bytes + 16ull * g->hidden;
+    }
+    if ((s = mat_plan(&g->head, &w->lm_head, g->vocab, err))) return s;
+    uint64_t sb;
+    *total += g->head.bytes + embed_bytes(&w->embed, &sb) + 2 * sb + 4ull * g->hidden;
+    return GLIM_OK;
+}
+
+extern "C" glim_status gcu_model_upload(const glim_model *m, int progress, gcu_model **out,
+                                        glim_error *err) {
+    *out = NULL;
+    if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "CUDA: no device");
+    gcu_model *g = (gcu_model *)calloc(1, sizeof *g);
+    if (!g) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
+    uint64_t total = 0;
+    glim_status s = gcu_model_prepare(g, &m->cfg, err);
+    if (s == GLIM_OK) s = plan_layers(g, m, &total, err);
+    if (s == GLIM_OK) {
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        uint64_t reserve = 512ull << 20;
+        if (total + reserve > fr)
+            s = glim_fail(err, GLIM_E_NOMEM,
+                          "CUDA: the model's weights need %.2f GiB on the device (plus %.1f GiB "
+                          "headroom) but only %.2f GiB of %.2f GiB are free",
+                          (double)total / (1u << 30), (double)reserve / (1u << 30),
+                          (double)fr / (1u << 30), (double)tot / (1u << 30));
+    }
+    g_progress.on = progress;
+    g_progress.total = total;
+    g_progress.done = 0;
+    g_progress.last = -1;
+    const glim_weights *w = &m->w;
+    int Q = g->H * g->D, KV = g->Hkv * g->D;
+    for (int l = 0; s == GLIM_OK && l < g->L; l++) {
+        const glim_layer *y = &w->layer[l];
+        gcu_layer *d = &g->layer[l];
+        src_qkvg sq = {y, Q, KV};
+        src_gu sg = {y, g->inter};
+        if ((s = gcu_mat_upload(&d->qkvg, rows_qkvg, &sq, err)) ||
+            (s = gcu_mat_upload(&d->o, rows_plain, (void *)&y->o, err)) ||
+            (s = gcu_mat_upload(&d->gu, rows_gu, &sg, err)) ||
+            (s = gcu_mat_upload(&d->down, rows_plain, (void *)&y->mlp_down, err)) ||
+            (s = vec_upload(&d->w_in, &y->input_norm, err)) ||
+            (s = vec_upload(&d->w_post_attn, &y->post_attn_norm, err)) ||
+            (s = vec_upload(&d->w_pre_ffn, &y->pre_ffn_norm, err)) ||
+            (s = vec_upload(&d->w_post_ffn, &y->post_ffn_norm, err)))
+            break;
+    }
+    if (s == GLIM_OK) s = gcu_mat_upload(&g->head, rows_plain, (void *)&w->lm_head, err);
+    if (s == GLIM_OK) s = vec_upload(&g->w_final, &w->final_norm, err);
+    if (s == GLIM_OK) s = upload_embed(g, &w->embed, err);
+    g_progress.on = 0;
+    if (s != GLIM_OK) {
+        gcu_model_free(g);
+        return s;
+    }
+    g->dev_bytes = total;
+    gcu_model_count(g);
+    *out = g;
+    return GLIM_OK;
+}
+
+extern "C" void gcu_model_free(gcu_model *g) {
+    if (!g) return;
+    for (int l = 0; g->layer && l < g->L; l++) {
+        gcu_layer *d = &g->layer[l];
+        cudaFree(d->qkvg.w), cudaFree(d->o.w), cudaFree(d->gu.w), cudaFree(d->down.w);
+        cudaFree(d->w_in), cudaFree(d->w_post_attn), cudaFree(d->w_pre_ffn), cudaFree(d->w_post_ffn);
+    }
+    cudaFree(g->head.w);
+    cudaFree(g->w_final);
+    cudaFree(g->inv_freq);
+    cudaFree((void *)g->emb.q), cudaFree((void *)g->emb.scales), cudaFree((void *)g->emb.biases);
+    free(g->layer);
+    free(g->is_full);
+    free(g);
+}
+
+extern "C" void gcu_model_set_options(gcu_model *m, const gcu_options *o) { m->opt = *o; }
+
+extern "C" uint64_t gcu_model_device_bytes(const gcu_model *m) { return m->dev_bytes; }
+
+extern "C" uint64_t gcu_model_weight_bytes(const gcu_model *g) {
+    uint64_t b = g->head.bytes + 4ull * g->hidden;
+    for (int l = 0; l < g->L; l++) {
+        const gcu_layer *d = &g->layer[l];
+        b += d->qkvg.bytes + d->o.bytes + d->gu.bytes + d->down.bytes + 16ull * g->hidden;
+    }
+    /* one embedding row */
+    uint64_t row = g->emb.bits ? (uint64_t)g->hidden * g->emb.bits / 8 +
+                                     2ull * (g->hidden / g->emb.group) * glim_dtype_size((glim_dtype)g->emb.sdtype)
+                               : 2ull * g->hidden;
+    return b + row;
+}
+
+extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
+    uint64_t rowb = 2ull * g->Hkv * g->D * 2, total = 0;
+    for (int l = 0; l < g->L; l++) {
+        uint64_t vis = (uint64_t)pos + 1;
+        if (!g->is_full[l] && vis > (uint64_t)g->W) vis = (uint64_t)g->W;
+        total += vis * rowb;
+    }
+    return total;
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+static int ring_rows(const gcu_model *g, int l, int n_ctx) {
+    if (g->is_full[l]) return n_ctx;
+    int r = g->W + GCU_TMAX; /* a whole sub-chunk's keys fit before its first query attends */
+    return r < n_ctx ? r : n_ctx;
+}
+
+static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
+    int f = (n_ctx + GCU_ATT_TILE - 1) / GCU_ATT_TILE;
+    *full = f < 1 ? 1 : f > 128 ? 128 : f;
+    int w = g->W < n_ctx ? g->W : n_ctx;
+    int sl = (w + GCU_ATT_TILE - 1) / GCU_ATT_TILE;
+    *slide = sl < 1 ? 1 : sl > 32 ? 32 : sl;
+}
+
+typedef struct sess_plan {
+    size_t kv, h, qkvg, q, inter, logits, xs_h, xs_q, xs_i, xsum_h, xsum_q, xsum_i, att, mv;
+} sess_plan;
+
+static int qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2 * g->Hkv * g->D; }
+
+static sess_plan plan_session(const gcu_model *g, int n_ctx) {
+    sess_plan p;
+    memset(&p, 0, sizeof p);
+    const int T = GCU_TMAX;
+    for (int l = 0; l < g->L; l++) p.kv += 2ull * ring_rows(g, l, n_ctx) * g->Hkv * g->D * 2;
+    p.h = (size_t)T * g->hidden * 4;
+    p.qkvg = (size_t)T * qkvg_rows(g) * 4;
+    p.q = (size_t)T * g->H * g->D * 4;
+    p.inter = (size_t)T * g->inter * 4;
+    p.logits = (size_t)T * g->vocab * 4;
+    size_t kxh = 0, kxq = 0, kxi = 0, xh = 0, xq = 0, xi = 0;
+#define SZ(KXV, xsm, M)                                                                          \
+    do {                                                                                       \
+        if ((size_t)(M).f.kx > KXV) KXV = (M).f.kx;                                            \
+        if ((size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1) > xsm)                          \
+            xsm = (size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1);                           \
+    } while (0)
+    for (int l = 0; l < g->L; l++) {
+        SZ(kxh, xh, g->layer[l].qkvg);
+        SZ(kxh, xh, g->layer[l].gu);
+        SZ(kxq, xq, g->layer[l].o);
+        SZ(kxi, xi, g->layer[l].down);
+    }
+    SZ(kxh, xh, g->head);
+#undef SZ
+    p.xs_h = 2ull * T * kxh * 2;
+    p.xs_q = 2ull * T * kxq * 2;
+    p.xs_i = 2ull * T * kxi * 2;
+    p.xsum_h = (size_t)T * xh * 4;
+    p.xsum_q = (size_t)T * xq * 4;
+    p.xsum_i = (size_t)T * xi * 4;
+    int nf, ns;
+    nsplits(g, n_ctx, &nf, &ns);
+    int np = nf < 8 ? nf : 8, G = g->H / g->Hkv;
+    size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
+    p.att = (a1 > a2 ? a1 : a2) * 4;
+    p.mv = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps);
+    return p;
+}
+
+extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
+    sess_plan p = plan_session(g, n_ctx);
+    return p.kv + 3 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
+           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv;
+}
+
+extern "C" void gcu_session_free(gcu_session *s) {
+    if (!s) return;
+    if (s->graph) cudaGraphExecDestroy(s->graph);
+    for (int l = 0; s->kc && l < s->m->L; l++) cudaFree(s->kc[l]), cudaFree(s->vc[l]);
+    free(s->kc), free(s->vc), free(s->R);
+    void *bufs[] = {s->h, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
+                    s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
+                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits);
+    if (s->ev0) cudaEventDestroy(s->ev0);
+    if (s->ev1) cudaEventDestroy(s->ev1);
+    if (s->st) cudaStreamDestroy(s->st);
+    free(s);
+}
+
+extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu_session **out,
+                                       glim_error *err) {
+    *out = NULL;
+    uint64_t need = gcu_session_bytes(g, n_ctx, n_batch);
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    if (need + (256ull << 20) > fr)
+        return glim_fail(err, GLIM_E_NOMEM, "CUDA: a session of %d tokens needs %.2f GiB on the "
+                         "device but %.2f GiB are free", n_ctx, (double)need / (1u << 30),
+                         (double)fr / (1u << 30));
+    gcu_session *s = (gcu_session *)calloc(1, sizeof *s);
+    if (!s) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
+    s->m = g;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    nsplits(g, n_ctx, &s->nsplit_full, &s->nsplit_slide);
+    sess_plan p = plan_session(g, n_ctx);
+    glim_status st = GLIM_OK;
+    s->kc = (__nv_bfloat16 **)calloc((size_t)g->L, sizeof(void *));
+    s->vc = (__nv_bfloat16 **)calloc((size_t)g->L, sizeof(void *));
+    s->R = (int *)calloc((size_t)g->L, sizeof(int));
+    if (!s->kc || !s->vc || !s->R) st = glim_fail(err, GLIM_E_NOMEM, "out of host memory");
+    for (int l = 0; st == GLIM_OK && l < g->L; l++) {
+        s->R[l] = ring_rows(g, l, n_ctx);
+        size_t b = (size_t)s->R[l] * g->Hkv * g->D * 2;
+        if ((st = gcu_check(cudaMalloc((void **)&s->kc[l], b), "KV cache", err)) == GLIM_OK)
+            st = gcu_check(cudaMalloc((void **)&s->vc[l], b), "KV cache", err);
+        if (st == GLIM_OK) st = gcu_check(cudaMemset(s->kc[l], 0, b), "KV cache", err);
+        if (st == GLIM_OK) st = gcu_check(cudaMemset(s->vc[l], 0, b), "KV cache", err);
+    }
+#define DA(ptr, bytes) \
+    if (st == GLIM_OK) st = gcu_check(cudaMalloc((void **)&(ptr), (bytes) ? (bytes) : 16), "session buffer " #ptr, err)
+    DA(s->h, p.h);
+    DA(s->qkvg, p.qkvg);
+    DA(s->qn, p.q);
+    DA(s->aout, p.q);
+    DA(s->oout, p.h);
+    DA(s->act, p.inter);
+    DA(s->dout, p.h);
+    DA(s->logits, p.logits);
+    DA(s->xs_h, p.xs_h);
+    DA(s->xs_q, p.xs_q);
+    DA(s->xs_i, p.xs_i);
+    DA(s->xsum_h, p.xsum_h);
+    DA(s->xsum_q, p.xsum_q);
+    DA(s->xsum_i, p.xsum_i);
+    DA(s->att_part, p.att);
+    DA(s->att_cnt, 4ull * GCU_TMAX * g->Hkv);
+    DA(s->mv_cnt, 4ull * g->max_nrb);
+    DA(s->mv_part, p.mv);
+    DA(s->d_step, 4ull * (GCU_TMAX + 1));
+#undef DA
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
+    if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
+    if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_logits, 4ull * g->vocab), "pinned", err);
+    if (st == GLIM_OK) st = gcu_check(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "stream", err);
+    if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev0), "event", err);
+    if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev1), "event", err);
+    if (st == GLIM_OK) st = gcu_check(cudaDeviceSynchronize(), "session init", err);
+    if (st != GLIM_OK) {
+        gcu_session_free(s);
+        return st;
+    }
+    *out = s;
+    return GLIM_OK;
+}
+
+/* ---- the forward -------------------------------------------------------------------------- */
+
+static glim_status mv(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs, const float *xsum,
+                      int T, int epi, float *out, int ldo, int out_rows, glim_error *err) {
+    const gcu_model *g = s->m;
+    gcu_mv_call c;
+    memset(&c, 0, sizeof c);
+    c.m = M;
+    c.xs = xs;
+    c.xsum = xsum;
+    c.T = T;
+    c.epi = epi;
+    c.out = out;
+    c.ldo = ldo;
+    c.out_rows = out_rows;
+    c.mult = g->out_mult;
+    c.cap = g->softcap;
+    c.partial = s->mv_part;
+    c.counters = s->mv_cnt;
+    c.smem = 1;
+    c.pf_units = g->opt.pf_units;
+    c.bps = g->opt.bps;
+    c.pdl = g->opt.pdl;
+    return gcu_mv_launch(&c, s->st, err);
+}
+
+static glim_status stage(gcu_session *s, int op, int T, int K, float *h, const float *src,
+                         const float *w_add, float eps_add, int norm_out, const float *w_out,
+                         float eps_out, const gcu_xfmt *f, __nv_bfloat16 *xs, float *xsum,
+                         glim_error *err) {
+    gcu_stage_call c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.T = T;
+    c.K = K;
+    c.h = h;
+    c.src = src;
+    c.ld_src = K;
+    c.emb = &s->m->emb;
+    c.tokens = s->d_step + 1;
+    c.w_add = w_add;
+    c.eps_add = eps_add;
+    c.norm_out = norm_out;
+    c.w_out = w_out;
+    c.eps_out = eps_out;
+    c.f = f;
+    c.xs = xs;
+    c.xsum = xsum;
+    c.pdl = s->m->opt.pdl;
+    return gcu_stage_launch(&c, s->st, err);
+}
+
+static int span_elems(const gcu_xfmt *f) { return f->kind == GCU_KIND_DENSE ? 32 : 512 / f->bits; }
+
+static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[l];
+    int G = g->H / g->Hkv;
+    gcu_attn_call c;
+    memset(&c, 0, sizeof c);
+    c.qkvg = s->qkvg;
+    c.ldq = qkvg_rows(g);
+    c.qn = s->qn;
+    c.kc = s->kc[l];
+    c.vc = s->vc[l];
+    c.R = s->R[l];
+    c.window = y->full ? 0 : g->W;
+    c.H = g->H;
+    c.Hkv = g->Hkv;
+    c.D = g->D;
+    c.eps = g->rms_eps;
+    c.qk_scale = g->qk_scale;
+    c.scale = g->attn_scale;
+    c.inv_freq = y->full ? NULL : g->inv_freq;
+    c.pos0 = s->d_step;
+    c.T = T;
+    int ns = y->full ? s->nsplit_full : s->nsplit_slide;
+    c.nsplit = T == 1 ? ns : (ns < 8 ? ns : 8);
+    c.part = s->att_part;
+    c.counters = s->att_cnt;
+    c.aout = s->aout;
+    int whole = (G * g->D) % span_elems(&y->o.f) == 0 && y->o.f.K == g->H * g->D;
+    c.f = whole ? &y->o.f : NULL;
+    c.xs = s->xs_q;
+    c.xsum = s->xsum_q;
+    c.pdl = g->opt.pdl;
+    glim_status st = GLIM_OK;
+    if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
+    if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);
+    if (st == GLIM_OK && !whole)
+        st = stage(s, GCU_ST_PLAIN, T, g->H * g->D, NULL, s->aout, NULL, 0, GCU_NORM_NONE, NULL,
+                   0, &y->o.f, s->xs_q, s->xsum_q, err);
+    return st;
+}
+
+/* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0
+ * (no head), 1 (the last token's logits) or T (every token's). */
+static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err) {
+    const gcu_model *g = s->m;
+    const int Hd = g->hidden;
+    glim_status st = stage(s, GCU_ST_EMBED, T, Hd, s->h, NULL, NULL, g->rms_eps, GCU_NORM_CENTERED,
+                           g->layer[0].w_in, g->rms_eps, &g->layer[0].qkvg.f, s->xs_h, s->xsum_h, err);
+    for (int l = 0; st == GLIM_OK && l < g->L; l++) {
+        const gcu_layer *y = &g->layer[l];
+        if ((st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, T, GCU_EPI_STORE, s->qkvg, qkvg_rows(g),
+                     qkvg_rows(g), err)) ||
+            (st = attention(s, l, T, err)) ||
+            (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
+            (st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
+                        GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
+            (st = mv(s, &y->gu, s->xs_h, s->xsum_h, T, GCU_EPI_SWIGLU, s->act, g->inter, g->inter, err)) ||
+            (st = stage(s, GCU_ST_PLAIN, T, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
+                        &y->down.f, s->xs_i, s->xsum_i, err)) ||
+            (st = mv(s, &y->down, s->xs_i, s->xsum_i, T, GCU_EPI_STORE, s->dout, Hd, Hd, err)))
+            break;
+        if (l + 1 < g->L)
+            st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
+                       GCU_NORM_CENTERED, g->layer[l + 1].w_in, g->rms_eps, &g->layer[l + 1].qkvg.f,
+                       s->xs_h, s->xsum_h, err);
+    }
+    if (st != GLIM_OK || !head_rows) return st;
+    size_t off = (size_t)(T - head_rows) * Hd;
+    st = stage(s, GCU_ST_RESID, head_rows, Hd, s->h + off, s->dout + off,
+               g->layer[g->L - 1].w_post_ffn, g->post_eps, GCU_NORM_PLAIN, g->w_final, g->rms_eps,
+               &g->head.f, s->xs_h, s->xsum_h, err);
+    if (st == GLIM_OK)
+        st = mv(s, &g->head, s->xs_h, s->xsum_h, head_rows, GCU_EPI_SOFTCAP, s->logits, g->vocab,
+                g->vocab, err);
+    return st;
+}
+
+static glim_status capture_graph(gcu_session *s, glim_error *err) {
+    cudaGraph_t graph = NULL;
+    glim_error e2;
+    cudaError_t ce = cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal);
+    glim_status st = gcu_check(ce, "graph capture", err);
+    if (st != GLIM_OK) return st;
+    st = enqueue(s, 1, 1, &e2);
+    if (st == GLIM_OK)
+        cudaMemcpyAsync(s->h_logits, s->logits, 4ull * s->m->vocab, cudaMemcpyDeviceToHost, s->st);
+    ce = cudaStreamEndCapture(s->st, &graph);
+    if (st != GLIM_OK) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        if (err) *err = e2;
+        return st;
+    }
+    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&s->graph, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    return gcu_check(ce, "graph instantiate", err);
+}
+
+extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n, int pos,
+                                   glim_logits_mode mode, float *logits, glim_error *err) {
+    const gcu_model *g = s->m;
+    glim_status st = GLIM_OK;
+    cudaEventRecord(s->ev0, s->st);
+    for (int done = 0; done < n && st == GLIM_OK;) {
+        int T = n - done < GCU_TMAX ? n - done : GCU_TMAX;
+        int last = done + T == n;
+        int rows = mode == GLIM_LOGITS_ALL ? T : (mode == GLIM_LOGITS_LAST && last) ? 1 : 0;
+        s->h_step[0] = pos + done;
+        memcpy(s->h_step + 1, tokens + done, sizeof(int32_t) * T);
+        st = gcu_check(cudaMemcpyAsync(s->d_step, s->h_step, 4ull * (T + 1), cudaMemcpyHostToDevice,
+                                       s->st), "step upload", err);
+        if (st != GLIM_OK) break;
+        int use_graph = T == 1 && rows == 1 && g->opt.graph && s->graph_state >= 0;
+        if (use_graph && s->graph_state == 0) {
+            glim_error ce;
+            if (capture_graph(s, &ce) == GLIM_OK) {
+                s->graph_state = 1;
+            } else {
+                s->graph_state = -1; /* fall back to plain launches */
+                use_graph = 0;
+                cudaGetLastError();
+            }
+        }
+        if (use_graph) {
+            st = gcu_check(cudaGraphLaunch(s->graph, s->st), "graph launch", err);
+        } else {
+            st = enqueue(s, T, rows, err);
+            if (st == GLIM_OK && rows == 1)
+                st = gcu_check(cudaMemcpyAsync(s->h_logits, s->logits, 4ull * g->vocab,
+                                               cudaMemcpyDeviceToHost, s->st), "logits", err);
+        }
+        if (st == GLIM_OK) st = gcu_check(cudaStreamSynchronize(s->st), "forward", err);
+        float *dst = mode == GLIM_LOGITS_ALL ? logits + (size_t)done * g->vocab : logits;
+        if (st == GLIM_OK && rows == 1) memcpy(dst, s->h_logits, 4ull * g->vocab);
+        if (st == GLIM_OK && rows > 1)
+            st = gcu_check(cudaMemcpy(dst, s->logits, 4ull * rows * g->vocab,
+                                      cudaMemcpyDeviceToHost), "logits", err);
+        done += T;
+    }
+    cudaEventRecord(s->ev1, s->st);
+    if (cudaEventSynchronize(s->ev1) == cudaSuccess) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, s->ev0, s->ev1);
+        s->last_ms = ms;
+    }
+    return st;
+}
+
+extern "C" double gcu_session_last_gpu_ms(const gcu_session *s) { return s->last_ms; }
+
+/* ---- the glim_backend --------------------------------------------------------------------- */
+
+static glim_status be_model_init(glim_model *m, void **state, glim_error *err) {
+    gcu_model *g = NULL;
+    glim_status s = gcu_model_upload(m, isatty(2), &g, err);
+    *state = g;
+    return s;
+}
+static void be_model_free(glim_model *m, void *state) { gcu_model_free((gcu_model *)state); }
+static uint64_t be_session_bytes(const glim_model *m, int n_ctx, int n_batch) {
+    return gcu_session_bytes((const gcu_model *)m->backend_model, n_ctx, n_batch);
+}
+static glim_status be_session_init(glim_session *s, void **state, glim_error *err) {
+    gcu_session *g = NULL;
+    glim_status st = gcu_session_new((gcu_model *)s->model->backend_model, s->n_ctx, s->n_batch, &g, err);
+    *state = g;
+    return st;
+}
+static void be_session_free(glim_session *s, void *state) { gcu_session_free((gcu_session *)state); }
+static glim_status be_forward(glim_session *s, const int32_t *tokens, int n, glim_logits_mode mode,
+                              float *logits, glim_error *err) {
+    if (s->hooks)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: hooks (steering, residual "
+                         "capture, FFN census) run on the CPU backend; open the model with "
+                         "backend \"cpu\" to use them");
+    return gcu_forward((gcu_session *)s->backend_state, tokens, n, s->pos, mode, logits, err);
+}
+
+static const glim_backend glim_backend_cuda = {
+    "cuda", be_model_init, be_model_free, be_session_bytes, be_session_init, be_session_free,
+    be_forward,
+};
+
+extern "C" const glim_backend *glim_backend_cuda_get(void) {
+    static int ok = -1;
+    if (ok < 0) {
+        int major = 0;
+        ok = gcu_device_count() > 0 &&
+             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess &&
+             major >= 9;
+        cudaGetLastError();
+    }
+    return ok ? &glim_backend_cuda : NULL;
+}

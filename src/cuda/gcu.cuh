@@ -1,0 +1,290 @@
+/* gcu.cuh: what the CUDA backend's .cu files share: the device matrix format, the staged-input
+ * format the tensor-core matrix-vector kernel reads, launch helpers, and small device
+ * functions (bf16 splits, mma, programmatic-launch and L2-prefetch instructions).
+ *
+ * Matrix format ("tiles"). A weight matrix [rows][K] is cut into row blocks of 16 rows and
+ * spans of K; unit (rb, span) is one contiguous piece of memory that one warp reads with two
+ * 16-byte loads per lane (plus the scales/biases of the unit), so a warp's range of units is a
+ * contiguous address range. MLX affine weights (4 and 8 bits) are read as a stream of 4-bit
+ * nibbles: an 8-bit value is its low and its high nibble, the high one multiplied by 16 through
+ * the staged input. A span is 128 nibbles (64 bytes of a row); dense bf16 spans are 32 columns.
+ *
+ * Staged input ("xs"). x enters the tensor cores as bf16 hi + lo (x = hi + lo to 16 bits of
+ * mantissa), as two columns of the mma's B operand per token; within a span the elements are
+ * permuted into the order the lanes need them, so each lane's B operand is one 16-byte load.
+ * xsum holds, per token and per piece (the part of a span inside one scale group), the fp32
+ * sum of x: the affine bias term is bias * sum(x). */
+#ifndef GLIM_CUDA_GCU_CUH
+#define GLIM_CUDA_GCU_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda/cuda_api.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "error.h"
+#ifdef __cplusplus
+}
+#endif
+
+#define GCU_MV_WARPS 8          /* warps per matrix-vector block */
+#define GCU_TMAX 32             /* tokens one forward sub-chunk carries */
+#define GCU_ATT_THREADS 256
+#define GCU_ATT_TILE 64         /* keys per attention tile */
+
+enum { GCU_KIND_Q = 0, GCU_KIND_DENSE = 1 };
+
+/* The staged-input format a matrix wants. */
+typedef struct gcu_xfmt {
+    int kind;      /* GCU_KIND_Q or GCU_KIND_DENSE */
+    int bits;      /* Q: 4 or 8 */
+    int group;     /* Q: group size in elements */
+    int K;         /* logical input width */
+    int nspan;     /* spans per row */
+    int gn;        /* Q: group size in nibbles */
+    int pps;       /* Q: pieces per span (scale groups a span touches), 1, 2 or 4 */
+    int kx;        /* bf16 elements per staged column (nspan * 128 or nspan * 32) */
+} gcu_xfmt;
+
+/* A matrix on the device in tiles. */
+typedef struct gcu_mat {
+    gcu_xfmt f;
+    int sbf32;       /* Q: scale/bias pairs stored as f32 (else bf16 pairs) */
+    int rows;        /* rows in the tiled matrix (fused matrices count all parts) */
+    int nrb;         /* row blocks of 16 */
+    int unit_bytes;  /* bytes of one (rb, span) unit */
+    uint4 *w;        /* [nrb][nspan] units */
+    size_t bytes;
+} gcu_mat;
+
+/* A source row of a fused matrix: matrix m's row r, or zeros when m == NULL. */
+typedef struct gcu_rowsrc {
+    const glim_matrix *m;
+    int64_t r;
+} gcu_rowsrc;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* ---- layout.cu ---- */
+/* Fills f for a matrix of width K in the given format; 0, or -1 when unsupported. */
+int gcu_xfmt_make(gcu_xfmt *f, int kind, int bits, int group, int K);
+/* Sets the geometry of m (no allocation). */
+void gcu_mat_geometry(gcu_mat *m, const gcu_xfmt *f, int sbf32, int rows);
+/* Which format a host matrix maps to; GLIM_E_UNSUPPORTED with a message when none. */
+glim_status gcu_mat_format_of(const glim_matrix *W, gcu_xfmt *f, int *sbf32, glim_error *err);
+/* Writes row blocks [rb0, rb1) of the tiled matrix into dst (host), row r of the tiled matrix
+ * taken from src(r). */
+void gcu_tile_rows(const gcu_mat *m, void (*src)(void *ctx, int r, gcu_rowsrc *out), void *ctx,
+                   int rb0, int rb1, void *dst);
+/* Uploads a whole tiled matrix (allocates m->w). */
+glim_status gcu_mat_upload(gcu_mat *m, void (*src)(void *ctx, int r, gcu_rowsrc *out), void *ctx,
+                           glim_error *err);
+/* Random tiles on the device (synthetic models). */
+glim_status gcu_mat_random(gcu_mat *m, uint64_t seed, float scale, cudaStream_t st,
+                           glim_error *err);
+
+/* ---- qmatvec.cu ---- */
+typedef struct gcu_mv_call {
+    const gcu_mat *m;
+    const __nv_bfloat16 *xs;   /* staged input [2T][kx] */
+    const float *xsum;         /* [T][nspan][pps] */
+    int T;
+    int epi;                   /* GCU_EPI_* */
+    float *out;                /* out[t * ldo + row] */
+    int ldo;
+    int out_rows;              /* rows written (SWIGLU: the intermediate width) */
+    float mult, cap;
+    float2 *partial;           /* stream-K partial sums, gcu_mv_partial_floats() floats */
+    int *counters;             /* [max row blocks], zero */
+    int smem;                  /* stage x in shared memory when it fits */
+    int pf_units, bps, pdl;
+} gcu_mv_call;
+size_t gcu_mv_partial_bytes(int nsm, int bps);
+glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
+
+/* ---- norms.cu ---- */
+enum { GCU_ST_PLAIN = 0, GCU_ST_EMBED = 1, GCU_ST_RESID = 2 };
+enum { GCU_NORM_NONE = 0, GCU_NORM_WEIGHTLESS = 1, GCU_NORM_CENTERED = 2, GCU_NORM_PLAIN = 3 };
+typedef struct gcu_embed {
+    int bits, group;           /* bits 0: dense bf16 rows */
+    int sdtype;                /* glim_dtype of scales/biases */
+    int K;
+    const void *q, *scales, *biases;
+} gcu_embed;
+typedef struct gcu_stage_call {
+    int op;                    /* GCU_ST_* */
+    int T, K;
+    float *h;                  /* residual [T][K] (EMBED writes, RESID updates) */
+    const float *src;          /* [T][ld_src] */
+    int ld_src;
+    const gcu_embed *emb;      /* EMBED: the table; tokens from step (device) */
+    const int *tokens;         /* device, [T] */
+    const float *w_add;        /* RESID: gain of the centred norm on src */
+    float eps_add;
+    int norm_out;              /* GCU_NORM_* on h (or on src for PLAIN) */
+    const float *w_out;
+    float eps_out;
+    const gcu_xfmt *f;         /* the consumer's format */
+    __nv_bfloat16 *xs;         /* [2T][kx] */
+    float *xsum;               /* [T][nspan][pps] */
+    int pdl;
+} gcu_stage_call;
+glim_status gcu_stage_launch(const gcu_stage_call *c, cudaStream_t st, glim_error *err);
+
+/* ---- rope_qk.cu / attention.cu ---- */
+typedef struct gcu_attn_call {
+    const float *qkvg;         /* [T][ldq]: q | k | v | gate */
+    int ldq;
+    float *qn;                 /* [T][H*D] prepared q (non-fused path) */
+    __nv_bfloat16 *kc, *vc;    /* cache [R][Hkv][D] */
+    int R, window;             /* window 0: full attention */
+    int H, Hkv, D;
+    float eps, qk_scale, scale;
+    const float *inv_freq;     /* device [D/2]; NULL: no RoPE (full layers) */
+    const int *pos0;           /* device: position of token 0 */
+    int T, nsplit;
+    float *part;               /* partials */
+    int *counters;             /* [T*Hkv], zero */
+    float *aout;               /* [T][H*D] gated output */
+    const gcu_xfmt *f;         /* o_proj input format, or NULL: no staging */
+    __nv_bfloat16 *xs;
+    float *xsum;
+    int pdl;
+} gcu_attn_call;
+size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
+glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
+glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st, glim_error *err);
+
+/* ---- launch.cu ---- */
+/* cudaLaunchKernelEx with the programmatic-serialization attribute when pdl is set. */
+cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                       int pdl, void **args);
+glim_status gcu_check(cudaError_t e, const char *what, glim_error *err);
+int gcu_sm_count(void);
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- device helpers --------------------------------------------------------------------- */
+#ifdef __CUDACC__
+
+/* Waits for the grids this one depends on (no-op when launched without PDL). */
+__device__ __forceinline__ void gcu_pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+/* Lets the next grid in the stream start launching. */
+__device__ __forceinline__ void gcu_pdl_trigger() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+/* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
+__device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ float gcu_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float gcu_bf16hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+/* Round-to-nearest-even f32 -> bf16 bits (host too: the layout tests emulate the kernel). */
+__host__ __device__ __forceinline__ uint32_t gcu_bf16_bits(float f) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+__host__ __device__ __forceinline__ float gcu_bits_f32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+/* x = hi + lo with hi, lo bf16: 16 bits of mantissa. */
+__host__ __device__ __forceinline__ void gcu_split(float x, uint32_t *hi, uint32_t *lo) {
+    uint32_t h = gcu_bf16_bits(x);
+    *hi = h;
+    *lo = gcu_bf16_bits(x - gcu_bits_f32(h << 16));
+}
+
+/* d += A(16x16 bf16, row) * B(16x8 bf16, col), fp32 accumulate. */
+__device__ __forceinline__ void gcu_mma(float d[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Two nibbles (k and k+4 of word w, k = 0..3) as a bf16 pair of exact integers 0..15:
+ * OR-ing a nibble into the mantissa of 128.0 gives 128+q exactly; one fma removes the 128. */
+__device__ __forceinline__ uint32_t gcu_nib2(uint32_t w, int k) {
+    uint32_t v = ((w >> (4 * k)) & 0x000F000Fu) | 0x43004300u;
+    uint32_t r;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(0x3F803F80u), "r"(0xC300C300u));
+    return r;
+}
+
+__device__ __forceinline__ float gcu_warp_sum(float v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double gcu_warp_sum_d(double v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float gcu_warp_max(float v) {
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+__device__ __forceinline__ float gcu_silu(float g) { return g / (1.0f + expf(-g)); }
+__device__ __forceinline__ float gcu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+/* Stages elements of spans [s0, s1) of one token's x into the consumer's format: x(e) gives
+ * input element e (0 beyond K is implied by the caller's accessor). Threads tid..: stride nt. */
+template <typename XF>
+__host__ __device__ void gcu_stage_spans(const gcu_xfmt &f, XF x, int s0, int s1, __nv_bfloat16 *xs_hi,
+                                __nv_bfloat16 *xs_lo, float *xsum, int tid, int nt) {
+    if (f.kind == GCU_KIND_DENSE) {
+        for (int q = s0 * 4 + tid; q < s1 * 4; q += nt) {
+            uint32_t h[8], l[8];
+            for (int p = 0; p < 8; p++) gcu_split(x(q * 8 + p), &h[p], &l[p]);
+            uint4 H = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+            uint4 L = make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+            ((uint4 *)xs_hi)[q] = H;
+            ((uint4 *)xs_lo)[q] = L;
+        }
+        return;
+    }
+    const int wpg = f.gn / 32; /* words of a group one lane holds in a span (>= 1) */
+    const int eight = f.bits == 8;
+    for (int q = s0 * 16 + tid; q < s1 * 16; q += nt) {
+        int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3;
+        int ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
+        int e0 = s * 128 + ow * 8;
+        const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+        uint32_t h[8], l[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            int e = e0 + order[k];
+            float v = eight ? x(e >> 1) * ((e & 1) ? 16.0f : 1.0f) : x(e);
+            gcu_split(v, &h[k], &l[k]);
+        }
+        ((uint4 *)xs_hi)[q] = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+        ((uint4 *)xs_lo)[q] = make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+    }
+    const int pn = 128 / f.pps; /* nibbles per piece */
+    for (int pq = s0 * f.pps + tid; pq < s1 * f.pps; pq += nt) {
+        int n0 = pq * pn, n1 = n0 + pn;
+        float acc = 0.0f;
+        if (eight)
+            for (int c = n0 >> 1; c < n1 >> 1; c++) acc += x(c);
+        else
+            for (int e = n0; e < n1; e++) acc += x(e);
+        xsum[pq] = acc;
+    }
+}
+
+#endif /* __CUDACC__ */
+#endif

@@ -1,0 +1,64 @@
+/* launch.cu: device discovery, error mapping and the one kernel-launch path of the CUDA
+ * backend (cudaLaunchKernelEx, with programmatic dependent launch when asked: the next kernel
+ * may start its weight prefetch while this one drains; it waits with griddepcontrol.wait before
+ * touching anything the previous kernels wrote). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/gcu.cuh"
+
+extern "C" int gcu_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear: "no driver" must not poison later calls */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" void gcu_device_name(char *buf, int len) {
+    cudaDeviceProp p;
+    if (len <= 0) return;
+    if (gcu_device_count() <= 0 || cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+        snprintf(buf, (size_t)len, "no CUDA device");
+        return;
+    }
+    snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d", p.name, p.multiProcessorCount,
+             (double)p.totalGlobalMem / (1u << 30), p.major, p.minor);
+}
+
+extern "C" int gcu_sm_count(void) {
+    static int n = 0;
+    if (!n) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
+            n = 1;
+    }
+    return n;
+}
+
+extern "C" glim_status gcu_check(cudaError_t e, const char *what, glim_error *err) {
+    if (e == cudaSuccess) return GLIM_OK;
+    cudaGetLastError();
+    return glim_fail(err, e == cudaErrorMemoryAllocation ? GLIM_E_NOMEM : GLIM_E_BACKEND,
+                     "CUDA: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+extern "C" cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
+                                  cudaStream_t st, int pdl, void **args) {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    if (pdl) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    return cudaLaunchKernelExC(&cfg, fn, args);
+}

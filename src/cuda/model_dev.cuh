@@ -1,0 +1,53 @@
+/* model_dev.cuh: the CUDA backend's device model and session, shared by forward_cuda.cu
+ * (upload, sessions, the forward) and synth.cu (the synthetic 30B-shaped model of the bench). */
+#ifndef GLIM_CUDA_MODEL_DEV_CUH
+#define GLIM_CUDA_MODEL_DEV_CUH
+
+#include "cuda/gcu.cuh"
+
+typedef struct gcu_layer {
+    gcu_mat qkvg, o, gu, down;
+    float *w_in, *w_post_attn, *w_pre_ffn, *w_post_ffn;
+    int full;
+} gcu_layer;
+
+struct gcu_model {
+    int vocab, hidden, inter, L, H, Hkv, D, W, max_pos;
+    float rms_eps, post_eps, qk_scale, attn_scale, softcap, out_mult;
+    int *is_full;
+    float *inv_freq; /* device [D/2] */
+    gcu_layer *layer;
+    gcu_mat head;
+    gcu_embed emb;
+    float *w_final;
+    gcu_options opt;
+    int max_nrb;
+    uint64_t dev_bytes;
+};
+
+struct gcu_session {
+    gcu_model *m;
+    int n_ctx, n_batch, nsplit_full, nsplit_slide;
+    cudaStream_t st;
+    __nv_bfloat16 **kc, **vc;
+    int *R;
+    float *h, *qkvg, *qn, *aout, *oout, *act, *dout, *logits;
+    __nv_bfloat16 *xs_h, *xs_q, *xs_i;
+    float *xsum_h, *xsum_q, *xsum_i;
+    float *att_part;
+    int *att_cnt, *mv_cnt;
+    float2 *mv_part;
+    int *d_step, *h_step;
+    float *h_logits;
+    cudaGraphExec_t graph;
+    int graph_state; /* 0 not captured, 1 ready, -1 capture failed */
+    cudaEvent_t ev0, ev1;
+    double last_ms;
+};
+
+/* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */
+extern "C" glim_status gcu_model_prepare(gcu_model *g, const glim_config *c, glim_error *err);
+/* Records derived sizes once every matrix is planned. */
+extern "C" void gcu_model_count(gcu_model *g);
+
+#endif

@@ -1,0 +1,459 @@
+/* qmatvec.cu: the matrix-vector kernel for decode (1 token) and small batches, which is also
+ * the prefill GEMM (up to 32 tokens per pass: each weight is read once per 32 tokens).
+ *
+ * Tensor cores (mma m16n8k16, bf16 in, fp32 accumulate) do the dot products: A = 16 weight rows
+ * (4-bit values as exact small integers, or dense bf16), B = the staged input, two columns per
+ * token (hi and lo bf16 parts, so x keeps 16 bits of mantissa). For MLX weights each mma covers
+ * one scale group; per group  y += scale * (q . x) + bias * sum(x).
+ *
+ * Work split ("stream-K"): the units (row block, span) of the tiled matrix are dealt out as
+ * equal contiguous ranges, one per warp of a persistent grid, so every SM streams the same
+ * number of bytes whatever the matrix shape (narrow k/v and o_proj, or the head). A row block
+ * cut between warps is summed by the last warp to finish it, in a fixed order (deterministic).
+ * Loads: each lane issues two 16-byte loads per unit, RING units ahead in registers, and lane 0
+ * prefetches pf units further into L2; before griddepcontrol.wait (programmatic launch) the
+ * kernel already streams its first weights while the previous kernel drains. */
+#include "cuda/gcu.cuh"
+
+struct MvArgs {
+    const uint4 *w;
+    long long nunits;
+    int nspan, unit_u4;
+    const __nv_bfloat16 *xs;
+    const float *xsum;
+    int kx, T, W;
+    int epi;
+    float *out;
+    int ldo, out_rows;
+    float mult, cap;
+    float2 *partial;
+    int *counters;
+    int pf;
+    int cs; /* shared-memory column stride in bf16 (SMEM variant) */
+};
+
+__device__ __forceinline__ uint64_t mv_policy() {
+    uint64_t p;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ uint4 mv_ld(const uint4 *p, uint64_t pol) {
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p), "l"(pol));
+    return r;
+}
+__device__ __forceinline__ uint32_t u4w(const uint4 &v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <int KIND, int PPS, bool SBF32>
+struct MvSlot {
+    static constexpr int SBW = KIND == GCU_KIND_Q ? 2 * PPS * (SBF32 ? 2 : 1) : 1;
+    uint4 a0, a1;
+    uint32_t sb[SBW];
+};
+
+template <int KIND, int PPS, bool SBF32>
+__device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArgs &a, long long u,
+                                        int lane, uint64_t pol) {
+    const uint4 *up = a.w + u * a.unit_u4;
+    s.a0 = mv_ld(up + 2 * lane, pol);
+    s.a1 = mv_ld(up + 2 * lane + 1, pol);
+    if (KIND == GCU_KIND_Q) {
+        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
+        const int g = lane >> 2;
+        if (SBW == 2) {
+            uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
+            s.sb[0] = v.x;
+            s.sb[1] = v.y;
+        } else {
+#pragma unroll
+            for (int k = 0; k < SBW / 4; k++) {
+                uint4 v = mv_ld(up + 64 + g * (SBW / 4) + k, pol);
+                s.sb[4 * k] = v.x;
+                s.sb[4 * k + 1] = v.y;
+                s.sb[4 * k + 2] = v.z;
+                s.sb[4 * k + 3] = v.w;
+            }
+        }
+    }
+}
+
+/* Writes the 2 x NB values this lane holds for row block rb. */
+template <int NB>
+__device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,
+                                            const float *vh) {
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) {
+        int tok = nb * 4 + t;
+        if (tok >= a.T) continue;
+        float *o = a.out + (size_t)tok * a.ldo;
+        if (a.epi == GCU_EPI_SWIGLU) {
+            int r = rb * 8 + g;
+            if (r < a.out_rows) o[r] = gcu_silu(vg[nb]) * vh[nb];
+        } else {
+            int r = rb * 16 + g;
+            float x = vg[nb], y = vh[nb];
+            if (a.epi == GCU_EPI_SOFTCAP) {
+                x = a.cap * tanhf(x * a.mult / a.cap);
+                y = a.cap * tanhf(y * a.mult / a.cap);
+            }
+            if (r < a.out_rows) o[r] = x;
+            if (r + 8 < a.out_rows) o[r + 8] = y;
+        }
+    }
+}
+
+/* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */
+__device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
+    return (int)(((u + 1) * W - 1) / U);
+}
+
+template <int NB>
+__device__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
+                          float *vh) {
+    const long long U = a.nunits;
+    const int nspan = a.nspan;
+    int wf = mv_owner((long long)rb * nspan, U, a.W), wl = mv_owner((long long)(rb + 1) * nspan - 1, U, a.W);
+    if (wf == wl) {
+        mv_epilogue<NB>(a, rb, lane, vg, vh);
+        return;
+    }
+    float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
+    __threadfence();
+    __syncwarp();
+    int old = 0;
+    if (lane == 0) old = atomicAdd(&a.counters[rb], 1);
+    old = __shfl_sync(0xffffffffu, old, 0);
+    if (old != wl - wf) return;
+    __threadfence();
+    float sg[NB], sh[NB];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
+    for (int wi = wf; wi <= wl; wi++) {
+        long long u0 = U * wi / a.W;
+        int slot = u0 / nspan == rb ? 0 : 1;
+        const float2 *q = a.partial + (size_t)(wi * 2 + slot) * NB * 32;
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            float2 v = __ldcg(q + nb * 32 + lane);
+            sg[nb] += v.x;
+            sh[nb] += v.y;
+        }
+    }
+    mv_epilogue<NB>(a, rb, lane, sg, sh);
+    if (lane == 0) a.counters[rb] = 0; /* ready for the next launch */
+}
+
+template <int NB, bool SMEM, int KIND, int PPS, bool SBF32>
+__global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
+    extern __shared__ uint4 mv_smem[];
+    constexpr int RING = NB == 1 ? 4 : 2;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int wg = blockIdx.x * GCU_MV_WARPS + (threadIdx.x >> 5);
+    const long long U = a.nunits;
+    long long u0 = 0, u1 = 0;
+    if (wg < a.W) {
+        u0 = U * wg / a.W;
+        u1 = U * (wg + 1) / a.W;
+    }
+    const uint64_t pol = mv_policy();
+    const int ub = a.unit_u4 * 16;
+    if (lane == 0 && a.pf > 0 && u1 > u0) {
+        long long n = u1 - u0 < a.pf ? u1 - u0 : a.pf;
+        gcu_l2_prefetch(a.w + u0 * a.unit_u4, (unsigned)(n * ub));
+    }
+    MvSlot<KIND, PPS, SBF32> ring[RING];
+#pragma unroll
+    for (int j = 0; j < RING; j++)
+        if (u0 + j < u1) mv_load(ring[j], a, u0 + j, lane, pol);
+
+    gcu_pdl_wait();
+    const __nv_bfloat16 *xs = a.xs;
+    const float *xsum = a.xsum;
+    int cs = a.kx;
+    if (SMEM) {
+        /* the input, all of it, into shared memory (cp.async: no register round trip) */
+        const int per = a.kx / 8, ncol = 2 * a.T;
+        __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
+        for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
+            int col = c / per, k = c % per;
+            unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                         "l"(a.xs + (size_t)col * a.kx + k * 8));
+        }
+        float *sxs = (float *)(sx + (size_t)ncol * a.cs);
+        if (KIND == GCU_KIND_Q)
+            for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+        xs = sx;
+        xsum = sxs;
+        cs = a.cs;
+    }
+
+    float acc[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+    int rb = (int)(u0 / a.nspan), sp = (int)(u0 % a.nspan);
+    bool first_seg = true, trig = false;
+
+    for (long long base = u0; base < u1; base += RING) {
+#pragma unroll
+        for (int j = 0; j < RING; j++) {
+            const long long uu = base + j;
+            if (uu >= u1) break;
+            if (lane == 0 && a.pf > 0 && uu + a.pf < u1)
+                gcu_l2_prefetch(a.w + (uu + a.pf) * a.unit_u4, (unsigned)ub);
+            MvSlot<KIND, PPS, SBF32> &s = ring[j];
+            if (KIND == GCU_KIND_Q) {
+                uint32_t pg[16], ph[16]; /* nibble pairs of rows g and g+8, word i pair k */
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        pg[i * 4 + k] = gcu_nib2(u4w(s.a0, i), k);
+                        ph[i * 4 + k] = gcu_nib2(u4w(s.a1, i), k);
+                    }
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) {
+                    const int col = nb * 8 + g, tok = nb * 4 + t;
+                    uint4 b[4];
+                    if ((col >> 1) < a.T) {
+                        const uint4 *src = (const uint4 *)(xs + (size_t)col * cs + sp * 128 + t * 8);
+#pragma unroll
+                        for (int i = 0; i < 4; i++) b[i] = src[i * 4];
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < 4; i++) b[i] = make_uint4(0, 0, 0, 0);
+                    }
+#pragma unroll
+                    for (int pc = 0; pc < PPS; pc++) {
+                        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                        for (int ii = 0; ii < 4 / PPS; ii++) {
+                            const int i = pc * (4 / PPS) + ii;
+                            gcu_mma(d, pg[i * 4 + 0], ph[i * 4 + 0], pg[i * 4 + 1], ph[i * 4 + 1], b[i].x, b[i].y);
+                            gcu_mma(d, pg[i * 4 + 2], ph[i * 4 + 2], pg[i * 4 + 3], ph[i * 4 + 3], b[i].z, b[i].w);
+                        }
+                        float sg, bg, sh, bh;
+                        if (SBF32) {
+                            sg = __uint_as_float(s.sb[2 * pc]);
+                            bg = __uint_as_float(s.sb[2 * pc + 1]);
+                            sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
+                            bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
+                        } else {
+                            sg = gcu_bf16lo(s.sb[pc]);
+                            bg = gcu_bf16hi(s.sb[pc]);
+                            sh = gcu_bf16lo(s.sb[PPS + pc]);
+                            bh = gcu_bf16hi(s.sb[PPS + pc]);
+                        }
+                        float X = tok < a.T ? xsum[((size_t)tok * a.nspan + sp) * PPS + pc] : 0.0f;
+                        acc[nb][0] += sg * (d[0] + d[1]) + bg * X;
+                        acc[nb][1] += sh * (d[2] + d[3]) + bh * X;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) {
+                    const int col = nb * 8 + g;
+                    uint4 b = make_uint4(0, 0, 0, 0);
+                    if ((col >> 1) < a.T) b = *(const uint4 *)(xs + (size_t)col * cs + sp * 32 + t * 8);
+                    gcu_mma(acc[nb], s.a0.x, s.a1.x, s.a0.y, s.a1.y, b.x, b.y);
+                    gcu_mma(acc[nb], s.a0.z, s.a1.z, s.a0.w, s.a1.w, b.z, b.w);
+                }
+            }
+            if (uu + RING < u1) {
+                mv_load(s, a, uu + RING, lane, pol);
+            } else if (!trig) {
+                gcu_pdl_trigger();
+                trig = true;
+            }
+            if (++sp == a.nspan || uu + 1 == u1) {
+                float vg[NB], vh[NB];
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++) {
+                    vg[nb] = KIND == GCU_KIND_Q ? acc[nb][0] : acc[nb][0] + acc[nb][1];
+                    vh[nb] = KIND == GCU_KIND_Q ? acc[nb][1] : acc[nb][2] + acc[nb][3];
+                    acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.0f;
+                }
+                mv_finish<NB>(a, rb, first_seg, wg, lane, vg, vh);
+                first_seg = false;
+                rb++;
+                sp = 0;
+            }
+        }
+    }
+    if (!trig) gcu_pdl_trigger();
+}
+
+/* ---- host side --------------------------------------------------------------------------- */
+
+#define MV_SMEM_MAX (100 * 1024)
+
+template <int NB, bool SM>
+static const void *mv_pick(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return (const void *)k_mv<NB, SM, GCU_KIND_DENSE, 1, false>;
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 2: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 1, false>;
+    case 3: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 1, true>;
+    case 4: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 2, false>;
+    case 5: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 2, true>;
+    case 8: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 4, false>;
+    case 9: return (const void *)k_mv<NB, SM, GCU_KIND_Q, 4, true>;
+    }
+    return NULL;
+}
+
+extern "C" size_t gcu_mv_partial_bytes(int nsm, int bps) {
+    return (size_t)nsm * (size_t)(bps > 0 ? bps : 1) * GCU_MV_WARPS * 2 * 8 * 32 * sizeof(float2);
+}
+
+extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err) {
+    const gcu_mat *m = c->m;
+    if (c->T < 1 || c->T > GCU_TMAX)
+        return glim_fail(err, GLIM_E_ARG, "matvec: %d tokens (1..%d)", c->T, GCU_TMAX);
+    int nb = c->T <= 4 ? 1 : 8;
+    int cs = ((m->f.kx * 2 + 127) / 128 * 128 + 64) / 2;
+    size_t smem = (size_t)2 * c->T * cs * 2 +
+                  (m->f.kind == GCU_KIND_Q ? (size_t)c->T * m->f.nspan * m->f.pps * 4 : 0);
+    int use_smem = c->smem && nb == 1 && smem <= MV_SMEM_MAX;
+    const void *fn = nb == 1 ? (use_smem ? mv_pick<1, true>(m->f.kind, m->f.pps, m->sbf32)
+                                         : mv_pick<1, false>(m->f.kind, m->f.pps, m->sbf32))
+                             : mv_pick<8, false>(m->f.kind, m->f.pps, m->sbf32);
+    if (!fn) return glim_fail(err, GLIM_E_UNSUPPORTED, "matvec: no kernel for this format");
+    if (use_smem) {
+        static const void *raised[64];
+        static int n_raised;
+        int seen = 0;
+        for (int i = 0; i < n_raised; i++) seen |= raised[i] == fn;
+        if (!seen) {
+            cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 MV_SMEM_MAX);
+            if (e != cudaSuccess) return gcu_check(e, "matvec shared memory", err);
+            if (n_raised < 64) raised[n_raised++] = fn;
+        }
+    } else {
+        smem = 0;
+    }
+    MvArgs a;
+    a.w = m->w;
+    a.nunits = (long long)m->nrb * m->f.nspan;
+    a.nspan = m->f.nspan;
+    a.unit_u4 = m->unit_bytes / 16;
+    a.xs = c->xs;
+    a.xsum = c->xsum;
+    a.kx = m->f.kx;
+    a.T = c->T;
+    int bps = c->bps > 0 ? c->bps : 1;
+    long long blocks = (long long)gcu_sm_count() * bps;
+    long long need = (a.nunits + GCU_MV_WARPS - 1) / GCU_MV_WARPS;
+    if (blocks > need) blocks = need;
+    a.W = (int)(blocks * GCU_MV_WARPS < a.nunits ? blocks * GCU_MV_WARPS : a.nunits);
+    a.epi = c->epi;
+    a.out = c->out;
+    a.ldo = c->ldo;
+    a.out_rows = c->out_rows;
+    a.mult = c->mult;
+    a.cap = c->cap;
+    a.partial = c->partial;
+    a.counters = c->counters;
+    a.pf = c->pf_units;
+    a.cs = cs;
+    void *args[] = {&a};
+    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(GCU_MV_WARPS * 32), smem, st,
+                                c->pdl, args),
+                     "matvec launch", err);
+}
+
+/* ---- test wrapper ------------------------------------------------------------------------ */
+
+typedef struct mv_pair { const glim_matrix *a, *b; } mv_pair;
+static void rows_single(void *ctx, int r, gcu_rowsrc *o) {
+    o->m = ((const mv_pair *)ctx)->a;
+    o->r = r;
+}
+static void rows_swiglu(void *ctx, int r, gcu_rowsrc *o) {
+    const mv_pair *p = (const mv_pair *)ctx;
+    int rb = r / 16, k = r % 16, row = rb * 8 + (k & 7);
+    if (row >= p->a->rows) return;
+    o->m = k < 8 ? p->a : p->b;
+    o->r = row;
+}
+
+extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *W2, const float *x,
+                                       int T, int epi, float mult, float cap, int smem, float *out,
+                                       glim_error *err) {
+    if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
+    gcu_mat m;
+    memset(&m, 0, sizeof m);
+    gcu_xfmt f;
+    int sbf32;
+    glim_status s = gcu_mat_format_of(W, &f, &sbf32, err);
+    if (s != GLIM_OK) return s;
+    int swiglu = epi == GCU_EPI_SWIGLU;
+    int rows = swiglu ? 16 * (int)((W->rows + 7) / 8) : (int)W->rows;
+    int out_rows = (int)W->rows, K = (int)W->cols;
+    gcu_mat_geometry(&m, &f, sbf32, rows);
+    mv_pair pair = {W, W2};
+    float *dx = NULL, *dout = NULL, *xsum = NULL;
+    __nv_bfloat16 *xs = NULL;
+    float2 *part = NULL;
+    int *cnt = NULL;
+    size_t xsn = (size_t)T * f.nspan * (f.pps ? f.pps : 1);
+    if ((s = gcu_mat_upload(&m, swiglu ? rows_swiglu : rows_single, &pair, err)) ||
+        (s = gcu_check(cudaMalloc((void **)&dx, sizeof(float) * T * K), "alloc", err)) ||
+        (s = gcu_check(cudaMemcpy(dx, x, sizeof(float) * T * K, cudaMemcpyHostToDevice), "copy", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * T * out_rows), "alloc", err)) ||
+        (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * T * out_rows), "poison", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&xs, 2ull * 2 * T * f.kx), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&xsum, sizeof(float) * (xsn ? xsn : 1)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 1)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
+        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
+        goto out;
+    {
+        gcu_stage_call sc;
+        memset(&sc, 0, sizeof sc);
+        sc.op = GCU_ST_PLAIN;
+        sc.T = T;
+        sc.K = K;
+        sc.src = dx;
+        sc.ld_src = K;
+        sc.norm_out = GCU_NORM_NONE;
+        sc.f = &f;
+        sc.xs = xs;
+        sc.xsum = xsum;
+        if ((s = gcu_stage_launch(&sc, 0, err)) != GLIM_OK) goto out;
+        gcu_mv_call c;
+        memset(&c, 0, sizeof c);
+        c.m = &m;
+        c.xs = xs;
+        c.xsum = xsum;
+        c.T = T;
+        c.epi = epi;
+        c.out = dout;
+        c.ldo = out_rows;
+        c.out_rows = out_rows;
+        c.mult = mult;
+        c.cap = cap;
+        c.partial = part;
+        c.counters = cnt;
+        c.smem = smem;
+        c.pf_units = 4;
+        c.bps = 1;
+        /* twice: the second run checks that the counters were left at zero */
+        for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_mv_launch(&c, 0, err);
+        if (s != GLIM_OK) goto out;
+        if ((s = gcu_check(cudaDeviceSynchronize(), "matvec", err)) != GLIM_OK) goto out;
+        s = gcu_check(cudaMemcpy(out, dout, sizeof(float) * T * out_rows, cudaMemcpyDeviceToHost), "copy", err);
+    }
+out:
+    cudaFree(m.w), cudaFree(dx), cudaFree(dout), cudaFree(xs), cudaFree(xsum), cudaFree(part), cudaFree(cnt);
+    return s;
+}

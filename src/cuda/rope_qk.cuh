@@ -1,0 +1,38 @@
+/* rope_qk.cuh: the per-head q/k preparation shared by rope_qk.cu (its own kernel, for chunks
+ * of tokens) and attention.cu (fused into decode attention): the weightless RMS norm over the
+ * head (sum of squares in double, as the oracle), the q multiplier, NeoX RoPE at `pos`. The
+ * products are rounded separately (no fused multiply-add), as the CPU twin computes them. */
+#ifndef GLIM_CUDA_ROPE_QK_CUH
+#define GLIM_CUDA_ROPE_QK_CUH
+
+#include "cuda/gcu.cuh"
+
+/* One warp: dst[0..D) (shared memory) = rope(norm(src) * mul). inv_freq NULL: no RoPE. */
+__device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int D, float eps,
+                                              float mul, const float *inv_freq, int pos,
+                                              int lane) {
+    double ss = 0.0;
+    for (int d = lane; d < D; d += 32) {
+        float v = src[d];
+        dst[d] = v;
+        ss += (double)v * (double)v;
+    }
+    ss = gcu_warp_sum_d(ss);
+    float inv = 1.0f / sqrtf((float)(ss / D) + eps);
+    __syncwarp();
+    for (int d = lane; d < D; d += 32) dst[d] = __fmul_rn(__fmul_rn(dst[d], inv), mul);
+    __syncwarp();
+    if (inv_freq) {
+        int half = D / 2;
+        for (int d = lane; d < half; d += 32) {
+            float angle = __fmul_rn((float)pos, inv_freq[d]);
+            float c = cosf(angle), s = sinf(angle);
+            float a = dst[d], b = dst[d + half];
+            dst[d] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+            dst[d + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+        }
+        __syncwarp();
+    }
+}
+
+#endif

@@ -1,0 +1,364 @@
+/* test_cuda_kernels.c: each CUDA kernel against its CPU twin (src/cpu/kernels.h) on fresh random
+ * non-zero inputs at odd sizes. Skips without a GPU, unless GLIM_REQUIRE_CUDA=1 (make test-cuda),
+ * where a missing GPU is a failure.
+ *
+ * Tolerances, and why: the matrix-vector kernel feeds x to the tensor cores as bf16 hi + lo
+ * (16 bits of mantissa, relative 2^-17) and accumulates in fp32 in another order than the CPU,
+ * and applies MLX scales per group (scale * sum(q x) + bias * sum(x)) where the CPU dequantizes
+ * first: both are fp32-accurate, so we ask ||gpu - cpu|| / ||cpu|| <= 1e-4 and every element
+ * within 1e-3 of the largest. Norms, RoPE and elementwise ops are plain fp32 in the same order:
+ * 1e-5 relative. Attention reads K/V from a bf16 cache: the CPU side gets the same bf16-rounded
+ * K/V, leaving fp32 differences only (1e-4). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cpu/kernels.h"
+#include "quantize.h"
+
+#ifdef GLIM_HAVE_CUDA
+#include "cuda/cuda_api.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* uniform in [-1, 1), never exactly 0 */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    float v = (float)((rng_state >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+    return v == 0.0f ? 0.5f : v;
+}
+static float *rand_vec(size_t n, float scale) {
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) v[i] = urand() * scale;
+    return v;
+}
+
+/* Skips (or fails under GLIM_REQUIRE_CUDA=1) when there is no GPU. */
+static int no_gpu(void) {
+    if (gcu_device_count() > 0) return 0;
+    const char *r = getenv("GLIM_REQUIRE_CUDA");
+    if (r && !strcmp(r, "1")) {
+        CHECK(0, "GLIM_REQUIRE_CUDA=1 but no CUDA device is present");
+        return 1;
+    }
+    return 2;
+}
+#define NEED_GPU()                                      \
+    do {                                                \
+        int ng_ = no_gpu();                             \
+        if (ng_ == 1) return;                           \
+        if (ng_ == 2) SKIP("no CUDA device");           \
+    } while (0)
+
+typedef struct hmat {
+    glim_matrix m;
+    void *q, *s, *b;
+} hmat;
+
+/* A random [rows][cols] matrix: dense bf16 (bits 0) or MLX affine with scales of dtype sdt. */
+static hmat make_mat(int64_t rows, int64_t cols, int bits, int group, glim_dtype sdt, float scale) {
+    hmat h;
+    memset(&h, 0, sizeof h);
+    float *w = rand_vec((size_t)(rows * cols), scale);
+    h.m.rows = rows;
+    h.m.cols = cols;
+    h.m.name = "test";
+    if (!bits) {
+        uint16_t *d = malloc(2 * (size_t)(rows * cols));
+        for (int64_t i = 0; i < rows * cols; i++) d[i] = glim_f32_to_bf16(w[i]);
+        h.m.dtype = GLIM_DT_BF16;
+        h.m.data = h.q = d;
+    } else {
+        size_t ng = (size_t)(rows * (cols / group)), es = glim_dtype_size(sdt);
+        h.q = malloc(4 * (size_t)(rows * (cols * bits / 32)));
+        h.s = malloc(es * ng);
+        h.b = malloc(es * ng);
+        glim_quantize_affine(w, rows, cols, bits, group, sdt, h.q, h.s, h.b);
+        h.m.bits = bits;
+        h.m.group_size = group;
+        h.m.dtype = sdt;
+        h.m.data = h.q;
+        h.m.scales = h.s;
+        h.m.biases = h.b;
+    }
+    free(w);
+    return h;
+}
+static void free_mat(hmat *h) { free(h->q), free(h->s), free(h->b); }
+
+/* ||a - b|| / ||b|| and max |a - b| / max |b|; NaN anywhere fails. */
+static void compare(const char *what, const float *gpu, const float *ref, size_t n, double rel_tol,
+                    double elem_tol) {
+    double num = 0, den = 0, mx = 0, mref = 0;
+    size_t nan = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(gpu[i] == gpu[i])) nan++;
+        double d = fabs((double)gpu[i] - ref[i]);
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+        if (d > mx) mx = d, worst = i;
+        if (fabs(ref[i]) > mref) mref = fabs(ref[i]);
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    CHECK(nan == 0, "%s: %zu of %zu outputs are NaN (unwritten?)", what, nan, n);
+    CHECK(rel <= rel_tol, "%s: relative error %.3g > %.1g", what, rel, rel_tol);
+    CHECK(mx <= elem_tol * (mref > 0 ? mref : 1),
+          "%s: element %zu: gpu %.7g vs cpu %.7g (max |ref| %.4g, tol %.1g)", what, worst,
+          gpu[worst], ref[worst], mref, elem_tol);
+}
+
+static void check_matvec(int64_t rows, int64_t cols, int bits, int group, glim_dtype sdt, int T,
+                         int smem) {
+    hmat h = make_mat(rows, cols, bits, group, sdt, 0.1f);
+    float *x = rand_vec((size_t)(T * cols), 2.0f);
+    float *ref = malloc(sizeof(float) * (size_t)(T * rows)), *out = malloc(sizeof(float) * (size_t)(T * rows));
+    cpu_matmul(NULL, ref, x, T, &h.m);
+    glim_error err;
+    glim_status st = gcu_test_matvec(&h.m, NULL, x, T, GCU_EPI_STORE, 0, 0, smem, out, &err);
+    char what[160];
+    snprintf(what, sizeof what, "matvec %lldx%lld bits %d group %d %s T %d smem %d", (long long)rows,
+             (long long)cols, bits, group, glim_dtype_name(sdt), T, smem);
+    CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+    if (st == GLIM_OK) compare(what, out, ref, (size_t)(T * rows), 1e-4, 1e-3);
+    free(x), free(ref), free(out);
+    free_mat(&h);
+}
+
+static void matvec_q4_g64(void) {
+    NEED_GPU();
+    int Ts[] = {1, 2, 3, 5, 32};
+    for (int i = 0; i < 5; i++) check_matvec(37, 192, 4, 64, GLIM_DT_BF16, Ts[i], 1);
+    check_matvec(37, 192, 4, 64, GLIM_DT_BF16, 1, 0);
+    check_matvec(37, 192, 4, 64, GLIM_DT_BF16, 3, 0);
+}
+
+static void matvec_formats(void) {
+    NEED_GPU();
+    check_matvec(45, 96, 4, 32, GLIM_DT_BF16, 1, 1);
+    check_matvec(45, 96, 4, 32, GLIM_DT_BF16, 7, 1);
+    check_matvec(19, 384, 4, 128, GLIM_DT_F16, 1, 1);
+    check_matvec(19, 384, 4, 128, GLIM_DT_F16, 9, 1);
+    check_matvec(33, 160, 8, 32, GLIM_DT_BF16, 1, 1);
+    check_matvec(33, 160, 8, 32, GLIM_DT_BF16, 4, 1);
+    check_matvec(21, 128, 8, 64, GLIM_DT_F32, 2, 1);
+    check_matvec(21, 256, 8, 128, GLIM_DT_BF16, 11, 1);
+    check_matvec(17, 320, 4, 64, GLIM_DT_F32, 1, 1);
+}
+
+static void matvec_dense(void) {
+    NEED_GPU();
+    check_matvec(29, 75, 0, 0, GLIM_DT_BF16, 1, 1);
+    check_matvec(29, 75, 0, 0, GLIM_DT_BF16, 6, 1);
+    check_matvec(8, 64, 0, 0, GLIM_DT_BF16, 1, 0);
+    check_matvec(130, 2050, 0, 0, GLIM_DT_BF16, 1, 1);
+}
+
+/* Many warps per row block and row blocks cut between warps: the stream-K merge. */
+static void matvec_split_rows(void) {
+    NEED_GPU();
+    check_matvec(1000, 4096, 4, 64, GLIM_DT_BF16, 1, 1);
+    check_matvec(300, 1536, 4, 64, GLIM_DT_BF16, 3, 1);
+    check_matvec(4099, 640, 8, 64, GLIM_DT_BF16, 1, 1);
+    check_matvec(517, 6656, 4, 64, GLIM_DT_BF16, 20, 1);
+}
+
+static void matvec_swiglu_softcap(void) {
+    NEED_GPU();
+    int Ts[] = {1, 4, 13};
+    for (int k = 0; k < 3; k++) {
+        int T = Ts[k];
+        int64_t I = 45, K = 192;
+        hmat g = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f), u = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f);
+        float *x = rand_vec((size_t)(T * K), 2.0f);
+        float *rg = malloc(sizeof(float) * T * I), *ru = malloc(sizeof(float) * T * I), *out = malloc(sizeof(float) * T * I);
+        cpu_matmul(NULL, rg, x, T, &g.m);
+        cpu_matmul(NULL, ru, x, T, &u.m);
+        cpu_swiglu(rg, rg, ru, (int)(T * I));
+        glim_error err;
+        glim_status st = gcu_test_matvec(&g.m, &u.m, x, T, GCU_EPI_SWIGLU, 0, 0, 1, out, &err);
+        CHECK(st == GLIM_OK, "swiglu matvec: %s", err.message);
+        if (st == GLIM_OK) compare("swiglu epilogue", out, rg, (size_t)(T * I), 1e-4, 1e-3);
+        free(x), free(rg), free(ru), free(out);
+        free_mat(&g), free_mat(&u);
+
+        int64_t V = 77;
+        hmat h = make_mat(V, 128, 4, 32, GLIM_DT_BF16, 3.0f); /* large logits: the softcap bends */
+        float *xh = rand_vec((size_t)(T * 128), 2.0f);
+        float *ref = malloc(sizeof(float) * T * V), *o2 = malloc(sizeof(float) * T * V);
+        cpu_matmul(NULL, ref, xh, T, &h.m);
+        cpu_logit_softcap(ref, (int)(T * V), 0.19611613f, 20.0f);
+        st = gcu_test_matvec(&h.m, NULL, xh, T, GCU_EPI_SOFTCAP, 0.19611613f, 20.0f, 1, o2, &err);
+        CHECK(st == GLIM_OK, "softcap matvec: %s", err.message);
+        if (st == GLIM_OK) compare("softcap epilogue", o2, ref, (size_t)(T * V), 1e-4, 1e-3);
+        float big = 0;
+        for (int64_t i = 0; i < T * V; i++) big = fabsf(ref[i]) > big ? fabsf(ref[i]) : big;
+        CHECK(big > 10.0f, "the softcap test should reach the bend (max |logit| %.2f)", big);
+        free(xh), free(ref), free(o2);
+        free_mat(&h);
+    }
+}
+
+static glim_vector vec_f32(const float *v, int n) {
+    glim_vector g = {n, GLIM_DT_F32, v, "w"};
+    return g;
+}
+
+static void residual_norms(void) {
+    NEED_GPU();
+    int Ks[] = {96, 1001, 6656};
+    for (int k = 0; k < 3; k++) {
+        for (int centered = 0; centered < 2; centered++) {
+            int K = Ks[k];
+            float *h = rand_vec(K, 5.0f), *src = rand_vec(K, 0.01f), *wa = rand_vec(K, 0.3f), *wo = rand_vec(K, 0.3f);
+            if (!centered)
+                for (int i = 0; i < K; i++) wo[i] += 1.0f;
+            float *y = malloc(sizeof(float) * K), *rh = malloc(sizeof(float) * K), *rx = malloc(sizeof(float) * K);
+            float *gh = malloc(sizeof(float) * K), *gx = malloc(sizeof(float) * K);
+            glim_vector va = vec_f32(wa, K), vo = vec_f32(wo, K);
+            cpu_rmsnorm(y, src, K, &va, 1, 1e-8f);
+            for (int i = 0; i < K; i++) rh[i] = h[i] + y[i];
+            cpu_rmsnorm(rx, rh, K, &vo, centered, 1e-5f);
+            gcu_test_norm p = {K, h, src, wa, 1e-8f, wo, centered, 1e-5f};
+            glim_error err;
+            glim_status st = gcu_test_residual_norm(&p, gh, gx, &err);
+            CHECK(st == GLIM_OK, "residual norm: %s", err.message);
+            if (st == GLIM_OK) {
+                compare("residual (h + centred norm)", gh, rh, K, 1e-5, 1e-5);
+                compare(centered ? "centred output norm" : "plain output norm", gx, rx, K, 1e-5, 1e-5);
+            }
+            free(h), free(src), free(wa), free(wo), free(y), free(rh), free(rx), free(gh), free(gx);
+        }
+    }
+}
+
+static void embedding(void) {
+    NEED_GPU();
+    struct { int64_t K; int bits, group; glim_dtype sdt; } cases[] = {
+        {96, 4, 32, GLIM_DT_BF16}, {128, 8, 64, GLIM_DT_F16}, {75, 0, 0, GLIM_DT_BF16}, {192, 4, 64, GLIM_DT_F32}};
+    for (int c = 0; c < 4; c++) {
+        int64_t V = 53, K = cases[c].K;
+        hmat e = make_mat(V, K, cases[c].bits, cases[c].group, cases[c].sdt, 1.0f);
+        int tok = 37;
+        float *ref = malloc(sizeof(float) * K), *rn = malloc(sizeof(float) * K);
+        float *row = malloc(sizeof(float) * K), *nrm = malloc(sizeof(float) * K);
+        cpu_embed_row(ref, &e.m, tok);
+        cpu_rmsnorm(rn, ref, (int)K, NULL, 0, 1e-5f);
+        glim_error err;
+        glim_status st = gcu_test_embed(&e.m, tok, 1e-5f, row, nrm, &err);
+        CHECK(st == GLIM_OK, "embed: %s", err.message);
+        if (st == GLIM_OK) {
+            compare("embedding row", row, ref, K, 1e-6, 1e-6);
+            compare("embedding norm", nrm, rn, K, 1e-5, 1e-5);
+        }
+        free(ref), free(rn), free(row), free(nrm);
+        free_mat(&e);
+    }
+}
+
+static void qk_prep(void) {
+    NEED_GPU();
+    struct { int H, Hkv, D, pos, rope; } cases[] = {{6, 2, 80, 1234, 1}, {32, 2, 128, 31000, 1},
+                                                    {4, 2, 32, 0, 1}, {8, 1, 64, 77, 0}};
+    for (int c = 0; c < 4; c++) {
+        int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, pos = cases[c].pos;
+        float *inv = malloc(sizeof(float) * D / 2);
+        for (int i = 0; i < D / 2; i++) inv[i] = 1.0f / powf(500000.0f, (float)(2 * i) / (float)D);
+        float *q = rand_vec((size_t)H * D, 4.0f), *k = rand_vec((size_t)Hkv * D, 4.0f);
+        float *rq = malloc(sizeof(float) * H * D), *rk = malloc(sizeof(float) * Hkv * D);
+        memcpy(rq, q, sizeof(float) * H * D);
+        memcpy(rk, k, sizeof(float) * Hkv * D);
+        for (int h = 0; h < H; h++) {
+            cpu_rmsnorm(rq + h * D, rq + h * D, D, NULL, 0, 1e-5f);
+            for (int d = 0; d < D; d++) rq[h * D + d] *= 3.87f;
+        }
+        for (int h = 0; h < Hkv; h++) cpu_rmsnorm(rk + h * D, rk + h * D, D, NULL, 0, 1e-5f);
+        if (cases[c].rope) {
+            cpu_rope(rq, H, D, pos, inv);
+            cpu_rope(rk, Hkv, D, pos, inv);
+        }
+        for (int i = 0; i < Hkv * D; i++) rk[i] = glim_round_bf16(rk[i]); /* the cache is bf16 */
+        glim_error err;
+        glim_status st = gcu_test_qk_prep(q, H, k, Hkv, D, 1e-5f, 3.87f, pos, cases[c].rope ? inv : NULL, &err);
+        CHECK(st == GLIM_OK, "qk prep: %s", err.message);
+        if (st == GLIM_OK) {
+            compare("q: norm, scale, rope", q, rq, (size_t)H * D, 1e-5, 1e-5);
+            compare("k in the bf16 cache", k, rk, (size_t)Hkv * D, 4e-3, 4e-3);
+        }
+        free(inv), free(q), free(k), free(rq), free(rk);
+    }
+}
+
+static void attention(void) {
+    NEED_GPU();
+    struct { int H, Hkv, D, n, nsplit; } cases[] = {
+        {8, 2, 64, 1, 1}, {8, 2, 64, 37, 4}, {8, 2, 64, 300, 16}, {32, 2, 128, 1000, 8},
+        {16, 1, 80, 129, 3}, {4, 2, 32, 70, 128}};
+    for (int c = 0; c < 6; c++) {
+        int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, n = cases[c].n;
+        size_t kvn = (size_t)n * Hkv * D;
+        float *q = rand_vec((size_t)H * D, 3.0f), *kk = rand_vec(kvn, 1.0f), *vv = rand_vec(kvn, 2.0f);
+        float *g = rand_vec((size_t)H * D, 3.0f);
+        for (size_t i = 0; i < kvn; i++) kk[i] = glim_round_bf16(kk[i]), vv[i] = glim_round_bf16(vv[i]);
+        float *ref = malloc(sizeof(float) * H * D), *out = malloc(sizeof(float) * H * D);
+        float *scores = malloc(sizeof(float) * n);
+        cpu_kv_view view = {kk, vv, 0, n, n, Hkv * D};
+        float scale = 1.0f / sqrtf((float)D);
+        cpu_attention(ref, q, &view, H, Hkv, D, scale, scores);
+        cpu_sigmoid_gate(ref, g, H * D);
+        glim_error err;
+        glim_status st = gcu_test_attention(q, kk, vv, g, n, H, Hkv, D, scale, cases[c].nsplit, out, &err);
+        char what[128];
+        snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d", H, Hkv, D, n,
+                 cases[c].nsplit);
+        CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+        if (st == GLIM_OK) compare(what, out, ref, (size_t)H * D, 1e-4, 1e-4);
+        free(q), free(kk), free(vv), free(g), free(ref), free(out), free(scores);
+    }
+}
+
+static void elementwise(void) {
+    NEED_GPU();
+    int n = 1001;
+    float *a = rand_vec(n, 8.0f), *b = rand_vec(n, 8.0f), *ref = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n);
+    glim_error err;
+    memcpy(ref, a, sizeof(float) * n);
+    cpu_sigmoid_gate(ref, b, n);
+    CHECK(gcu_test_elementwise(GCU_EW_GATE, a, b, n, 0, 0, out, &err) == GLIM_OK, "%s", err.message);
+    compare("sigmoid gate", out, ref, n, 1e-6, 1e-6);
+    cpu_swiglu(ref, a, b, n);
+    CHECK(gcu_test_elementwise(GCU_EW_SWIGLU, a, b, n, 0, 0, out, &err) == GLIM_OK, "%s", err.message);
+    compare("swiglu", out, ref, n, 1e-6, 1e-6);
+    for (int i = 0; i < n; i++) a[i] *= 40.0f;
+    memcpy(ref, a, sizeof(float) * n);
+    cpu_logit_softcap(ref, n, 0.19611613f, 20.0f);
+    CHECK(gcu_test_elementwise(GCU_EW_SOFTCAP, a, NULL, n, 0.19611613f, 20.0f, out, &err) == GLIM_OK, "%s", err.message);
+    compare("softcap", out, ref, n, 1e-6, 1e-6);
+    free(a), free(b), free(ref), free(out);
+}
+
+int main(void) {
+    RUN(matvec_q4_g64);
+    RUN(matvec_formats);
+    RUN(matvec_dense);
+    RUN(matvec_split_rows);
+    RUN(matvec_swiglu_softcap);
+    RUN(residual_norms);
+    RUN(embedding);
+    RUN(qk_prep);
+    RUN(attention);
+    RUN(elementwise);
+    return CHECK_DONE();
+}
+#else
+static void cuda_kernels(void) {
+    const char *r = getenv("GLIM_REQUIRE_CUDA");
+    if (r && !strcmp(r, "1")) {
+        CHECK(0, "GLIM_REQUIRE_CUDA=1 but this build has no CUDA backend (nvcc missing)");
+        return;
+    }
+    SKIP("built without CUDA");
+}
+int main(void) {
+    RUN(cuda_kernels);
+    return CHECK_DONE();
+}
+#endif
