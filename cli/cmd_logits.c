@@ -9,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "glimmer.h"
+#include "hook_flags.h"
 #include "safetensors.h" /* private header: only for the writer, glim_st_write */
 
 #define CMD "glimmer logits"
@@ -25,6 +26,7 @@ static void logits_help(void) {
            "  -c, --ctx-size CTX     session context (default: T)\n"
            "  -b, --batch-size B     tokens evaluated together per chunk (default 64)\n\n");
     args_model_help();
+    hook_flags_help();
     printf("\nMemory: the logits need T x vocab x 4 bytes (about 0.8 MB per token for Muse\n"
            "Glimmer's 202048-entry vocabulary).\n\n"
            "exit status: 0 ok, 1 runtime error (model, memory, backend, writing), 2 usage error\n");
@@ -35,6 +37,7 @@ typedef struct logits_opts {
     const char *out;
     int32_t *tokens;
     int n, ctx, batch;
+    hook_flags hf;
 } logits_opts;
 
 static int parse(int argc, char **argv, logits_opts *o) {
@@ -44,7 +47,7 @@ static int parse(int argc, char **argv, logits_opts *o) {
         if (args_help(&a)) {
             logits_help();
             return 0;
-        } else if (args_model(&a, &o->model)) {
+        } else if (args_model(&a, &o->model) || hook_flags_parse(&a, &o->hf)) {
         } else if (args_flag(&a, "--tokens", NULL)) {
             args_tokens(&a, &o->tokens, &o->n);
         } else if (args_flag(&a, "-o", "--output")) {
@@ -66,7 +69,7 @@ static int parse(int argc, char **argv, logits_opts *o) {
 }
 
 /* Evaluates and writes; returns the exit status. */
-static int evaluate(glim_model *m, const logits_opts *o) {
+static int evaluate(glim_model *m, logits_opts *o) {
     const glim_model_info *in = glim_model_get_info(m);
     int ctx = o->ctx ? o->ctx : o->n;
     if (o->n > ctx || ctx > in->max_position) {
@@ -89,12 +92,14 @@ static int evaluate(glim_model *m, const logits_opts *o) {
         fprintf(stderr, CMD ": cannot create a session of %d tokens: %s\n", ctx, err.message);
         goto out;
     }
+    if (hook_flags_apply(CMD, &o->hf, s)) goto out;
     double t0 = args_now();
     if (glim_eval(s, o->tokens, o->n, 0, GLIM_LOGITS_ALL, logits, len, &err) != GLIM_OK) {
         fprintf(stderr, CMD ": evaluating %d tokens failed: %s\n", o->n, err.message);
         goto out;
     }
     double t1 = args_now();
+    if (hook_flags_finish(CMD, &o->hf, s)) goto out;
 
     glim_st_out t[2] = {
         {"logits", GLIM_DT_F32, 2, {o->n, in->vocab_size}, logits},
@@ -130,6 +135,7 @@ int cmd_logits(int argc, char **argv) {
             glim_model_close(m);
         }
     }
+    hook_flags_free(&o.hf);
     free(o.tokens);
     return rc;
 }

@@ -1,6 +1,7 @@
-/* cmd_run.c: `glimmer run`: prefill a prompt of token ids, then generate with the sampler,
- * streaming each id to stdout as it is picked, until a stop id, -n tokens, or a full context.
- * Prompt and decode speeds (monotonic wall clock) go to stderr, so stdout is only the ids. */
+/* cmd_run.c: `glimmer run`: prefill a prompt (token ids, or text through the checkpoint's
+ * tokenizer), then generate with the sampler, streaming each id (or, for a text prompt, the text)
+ * to stdout as it is picked, until a stop id, -n tokens, or a full context. Prompt and decode
+ * speeds (monotonic wall clock) go to stderr, so stdout is only the output. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "commands.h"
 #include "glimmer.h"
 #include "glimmer_text.h"
+#include "hook_flags.h"
 
 #define CMD "glimmer run"
 
@@ -24,7 +26,8 @@ static void run_help(void) {
            "                         not added for you: 200000 is Muse Glimmer's BOS)\n"
            "  -p, --prompt TEXT      text prompt, tokenized with the checkpoint's tokenizer.json\n"
            "                         (BOS added; special tokens such as <|eot|> in the text are\n"
-           "                         parsed, as llama.cpp does); the output stays ids\n"
+           "                         parsed, as llama.cpp does); the output is text\n"
+           "  --ids                  with -p: print the generated ids instead of text\n"
            "generation:\n"
            "  -n, --n-predict N      ids to generate, >= 0 (default 32)\n"
            "  --ignore-eos           do not stop at stop ids (for timing)\n"
@@ -33,6 +36,7 @@ static void run_help(void) {
            "  -b, --batch-size B     prompt tokens evaluated together per chunk (default 64)\n\n");
     args_model_help();
     args_sampling_help();
+    hook_flags_help();
     printf("\nexit status: 0 ok, 1 runtime error (model, memory, backend), 2 usage error\n");
 }
 
@@ -41,7 +45,8 @@ static void run_help(void) {
  * by the post-processor, special tokens written in the text parsed as such (what llama.cpp does
  * with a prompt). A checkpoint without a usable tokenizer.json makes -p an error that says so.
  * Returns an exit status (0 = *ids / *n filled). */
-static int prompt_from_text(const char *dir, const char *text, int32_t **ids, int *n) {
+static int prompt_from_text(const char *dir, const char *text, int32_t **ids, int *n,
+                            glim_tokenizer **tok_out) {
     glim_tokenizer *tok = NULL;
     glim_tokens t = {0};
     glim_error err = {0};
@@ -64,7 +69,8 @@ static int prompt_from_text(const char *dir, const char *text, int32_t **ids, in
         t.ids = NULL;
     }
     glim_tokens_free(&t);
-    glim_tokenizer_free(tok);
+    if (rc == 0) *tok_out = tok; /* kept to print the output as text */
+    else glim_tokenizer_free(tok);
     return rc;
 }
 
@@ -73,7 +79,9 @@ typedef struct run_opts {
     glim_cli_sampling samp;
     const char *text;
     int32_t *prompt;
-    int n_prompt, n_predict, ctx, batch, ignore_eos;
+    int n_prompt, n_predict, ctx, batch, ignore_eos, print_ids;
+    glim_tokenizer *tok;  /* set for a text prompt: the output is printed as text */
+    hook_flags hf;
 } run_opts;
 
 static int parse(int argc, char **argv, run_opts *o) {
@@ -94,6 +102,9 @@ static int parse(int argc, char **argv, run_opts *o) {
             args_int(&a, &o->ctx, 1, 2147483647);
         } else if (args_flag(&a, "-b", "--batch-size")) {
             args_int(&a, &o->batch, 1, 2147483647);
+        } else if (args_switch(&a, "--ids")) {
+            o->print_ids = 1;
+        } else if (hook_flags_parse(&a, &o->hf)) {
         } else if (args_switch(&a, "--ignore-eos")) {
             o->ignore_eos = 1;
         } else {
@@ -127,6 +138,8 @@ static int generate(glim_model *m, glim_session *s, glim_sampler *smp, const run
     glim_error err = {0};
     int rc = 1, produced = 0, decoded = 0;
     const char *why = "-n reached";
+    /* a text prompt prints text: pieces of UTF-8 only once complete */
+    glim_stream_decoder *text = o->tok && !o->print_ids ? glim_stream_decoder_new(o->tok, 0) : NULL;
     for (int i = 0; i < o->n_prompt; i++) glim_sampler_accept(smp, o->prompt[i]);
 
     double t0 = args_now();
@@ -143,7 +156,13 @@ static int generate(glim_model *m, glim_session *s, glim_sampler *smp, const run
                     glim_session_position(s));
             goto out;
         }
-        printf(produced ? " %d" : "%d", id);
+        if (text) {
+            size_t len;
+            const char *piece = glim_stream_decoder_push(text, id, &len);
+            fwrite(piece, 1, len, stdout);
+        } else {
+            printf(produced ? " %d" : "%d", id);
+        }
         fflush(stdout);
         produced++;
         glim_sampler_accept(smp, id);
@@ -165,6 +184,11 @@ static int generate(glim_model *m, glim_session *s, glim_sampler *smp, const run
         decoded++;
     }
     double t2 = args_now();
+    if (text) {
+        size_t len;
+        const char *rest = glim_stream_decoder_flush(text, &len);
+        fwrite(rest, 1, len, stdout);
+    }
     printf("\n");
     if (fflush(stdout) != 0) {
         fprintf(stderr, CMD ": cannot write to stdout\n");
@@ -177,6 +201,7 @@ static int generate(glim_model *m, glim_session *s, glim_sampler *smp, const run
             decoded, td, decoded && td > 0 ? decoded / td : 0.0, produced, why);
     rc = 0;
 out:
+    glim_stream_decoder_free(text);
     free(logits);
     return rc;
 }
@@ -185,7 +210,8 @@ int cmd_run(int argc, char **argv) {
     run_opts o = {.samp = args_sampling_defaults(), .n_predict = 32};
     int rc = parse(argc, argv, &o);
     if (rc >= 0) goto done;
-    if (o.text && (rc = prompt_from_text(o.model.dir, o.text, &o.prompt, &o.n_prompt)) != 0)
+    if (o.text &&
+        (rc = prompt_from_text(o.model.dir, o.text, &o.prompt, &o.n_prompt, &o.tok)) != 0)
         goto done;
 
     glim_model *m = args_open_model(CMD, &o.model);
@@ -219,12 +245,16 @@ int cmd_run(int argc, char **argv) {
         goto close;
     }
     fprintf(stderr, "seed: %llu\n", (unsigned long long)o.samp.p.seed);
+    if (hook_flags_apply(CMD, &o.hf, s)) goto close;
     rc = generate(m, s, smp, &o);
+    rc |= hook_flags_finish(CMD, &o.hf, s);
 close:
     glim_sampler_free(smp);
     glim_session_free(s);
     glim_model_close(m);
 done:
+    hook_flags_free(&o.hf);
+    glim_tokenizer_free(o.tok);
     free(o.prompt);
     return rc;
 }

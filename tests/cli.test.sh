@@ -195,7 +195,7 @@ cat >"$D/tokenizer.json" <<'EOF'
   "vocab": {"h": 3, "i": 4, "hi": 5, "\u0120": 6, "\u0120hi": 7, "\u0120h": 8, "x": 600},
   "merges": ["h i", "\u0120 h", "\u0120h i"]}}
 EOF
-"$B" run -m "$D" -p "hi hi" -n 6 --temp 0 --ignore-eos >"$tmp/p1" 2>"$tmp/p1.err"
+"$B" run -m "$D" -p "hi hi" --ids -n 6 --temp 0 --ignore-eos >"$tmp/p1" 2>"$tmp/p1.err"
 rp=$?
 "$B" run -m "$D" --tokens 1,5,7 -n 6 --temp 0 --ignore-eos >"$tmp/p2" 2>/dev/null
 if [ $rp -ne 0 ]; then fail run_text_prompt "exit $rp: $(head -c 400 "$tmp/p1.err")"
