@@ -4,6 +4,7 @@
  * the decoder. The pre-tokenizer lives in tokenizer_pre.c. Anything outside the byte-level BPE
  * family is refused with GLIM_E_UNSUPPORTED naming the field, never guessed at. */
 #include <errno.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,16 +21,18 @@
 
 static int16_t char_to_byte[324]; /* code point -> byte, -1 if not a byte-level character */
 
-static void init_byte_level(void) {
-    static int done;
-    if (done) return;
+static void build_byte_level(void) {
     int extra = 0;
     for (int i = 0; i < 324; i++) char_to_byte[i] = -1;
     for (int b = 0; b < 256; b++) {
         int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
         char_to_byte[printable ? b : 256 + extra++] = (int16_t)b;
     }
-    done = 1;
+}
+
+static void init_byte_level(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* loaders may run in several threads */
+    pthread_once(&once, build_byte_level);
 }
 
 /* Decodes a UTF-8 byte-level string into raw bytes (out must hold n bytes). Returns the byte

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "glimmer_text.h"
+#include "tokenizer.h" /* tok_compile_regex: the Oniguruma -> PCRE2 translation */
 
 static char *fixture_text;
 static size_t fixture_len;
@@ -342,6 +343,37 @@ static void test_fuzz_files(void) {
     free(buf);
 }
 
+static int matches(const char *pattern, const char *subject, size_t *len) {
+    pcre2_code *re;
+    glim_error err;
+    if (tok_compile_regex(pattern, strlen(pattern), 0, &re, &err) != GLIM_OK) return -1;
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)subject, strlen(subject), 0, PCRE2_ANCHORED, md, NULL);
+    if (rc >= 0) *len = pcre2_get_ovector_pointer(md)[1];
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return rc >= 0;
+}
+
+/* Hugging Face's regexes mean what Oniguruma makes of them: \\s is Unicode White_Space (U+0085
+ * yes, U+FEFF no) and (?i:...) folds ASCII letters only (tiktoken's 's|'S, not the long s). */
+static void test_regex_translation(void) {
+    size_t len = 0;
+    CHECK(matches("\\s+", "\xc2\x85 x", &len) == 1 && len == 3, "\\s matches U+0085 (NEL) and space");
+    CHECK(matches("\\s", "\xef\xbb\xbf", &len) == 0, "\\s does not match U+FEFF");
+    CHECK(matches("[^\\s\\p{L}]+", "\xef\xbb\xbf!", &len) == 1 && len == 4, "U+FEFF is not space in a class");
+    CHECK(matches("\\S", "\xc2\x85", &len) == 0, "\\S does not match U+0085");
+    CHECK(matches("\\s", "\xe3\x80\x80", &len) == 1, "\\s matches U+3000");
+    CHECK(matches("x(?i:'s|'ll)", "x'S", &len) == 1 && len == 3, "(?i:) matches 'S");
+    CHECK(matches("x(?i:'s|'ll)", "x'lL", &len) == 1 && len == 4, "(?i:) matches 'lL");
+    CHECK(matches("x(?i:'s|'ll)", "x'\xc5\xbf", &len) == 0, "(?i:) does not fold the long s (U+017F)");
+    CHECK(matches("(?i:k)", "\xe2\x84\xaa", &len) == 0, "(?i:) does not fold the Kelvin sign");
+    CHECK(matches("(?i:\\p{Lu})x", "Ax", &len) == 1 && len == 2, "\\p{Lu} survives inside (?i:)");
+    CHECK(matches("(?i:a(?:b|c))", "AC", &len) == 1 && len == 2, "nested group inside (?i:)");
+    CHECK(matches("(?<name>a)b", "ab", &len) == 1, "named group");
+    CHECK(matches("((", "x", &len) == -1, "a bad pattern is an error");
+}
+
 static void test_split_behaviors(void) {
     glim_error err;
     /* Split on the literal "l" with each behaviour; ByteLevel after. Worked by hand on "hello":
@@ -389,6 +421,7 @@ int main(void) {
     RUN(test_split_behaviors);
     RUN(test_escaped_json);
     RUN(test_fuzz_files);
+    RUN(test_regex_translation);
     free(fixture_text);
     return CHECK_DONE();
 }

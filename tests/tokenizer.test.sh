@@ -4,6 +4,8 @@
 # Glimmer's 2,048 special tokens (tests/tokenizer/make_tokenizer_json.mjs), in two layouts:
 #   muse: Split(O200K regex) + ByteLevel, ignore_merges, ["a","b"] merges, BOS template
 #   gpt2: ByteLevel(use_regex=true), "a b" merges, no ignore_merges
+#   llama3: Split(cl100k-style regex with a top-level (?i:...)) + ByteLevel, "a b" merges,
+#           ignore_merges, post-processor Sequence[ByteLevel, TemplateProcessing]
 # Ids must be identical on every corpus text (tests/tokenizer/corpus.txt, edge cases, seeded random
 # strings, invalid UTF-8), decode(encode(x)) == x, and the streaming decoder must agree.
 # Also checks `glimmer tokenize` / `glimmer detokenize` on the same file.
@@ -16,7 +18,7 @@ work="$build/tokenizer"
 mkdir -p "$work"
 
 skip_all() {
-    for t in tokenizer_diff[muse] tokenizer_diff[gpt2] chat_tokens_vs_hf tokenizer_cli chat_cli; do
+    for t in tokenizer_diff[muse] tokenizer_diff[gpt2] tokenizer_diff[llama3] chat_tokens_vs_hf tokenizer_cli chat_cli; do
         echo "SKIP $t: $1"
     done
     exit 0
@@ -40,7 +42,7 @@ if ! $cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/include" -I"$root/src" -o "$work/to
 fi
 
 status=0
-for variant in muse gpt2; do
+for variant in muse gpt2 llama3; do
     json="$work/$variant.json"
     # cached: rebuilt only when the generator changed
     if [ ! -s "$json" ] || [ "$dir/make_tokenizer_json.mjs" -nt "$json" ]; then

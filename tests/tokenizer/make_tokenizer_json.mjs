@@ -1,4 +1,4 @@
-// make_tokenizer_json.mjs OUT.json [muse|gpt2]
+// make_tokenizer_json.mjs OUT.json [muse|gpt2|llama3]
 //
 // Builds a realistic Hugging Face tokenizer.json from the o200k_base ranks that js-tiktoken
 // ships, shaped like Muse Glimmer's (MODEL.md section 4):
@@ -6,8 +6,11 @@
 //         Sequence[Split(Regex(O200K_PATTERN), isolated), ByteLevel(use_regex=false)],
 //         2,048 special added tokens at ids 200000+i, TemplateProcessing that prepends
 //         <|begin_of_text|>, ByteLevel decoder.
-//   gpt2: the same vocabulary with the GPT-2 / Llama-2-era layout instead: merges as "a b"
-//         strings, ignore_merges=false, pre-tokenizer ByteLevel(use_regex=true).
+//   gpt2: the same vocabulary with the GPT-2 layout instead: merges as "a b" strings,
+//         ignore_merges=false, pre-tokenizer ByteLevel(use_regex=true).
+//   llama3: the same vocabulary in Llama 3's layout: Split with the cl100k-style pattern that
+//         starts with a top-level (?i:'s|...), "a b" merges, ignore_merges=true, post-processor
+//         Sequence[ByteLevel, TemplateProcessing].
 // o200k_base has ranks 0..199997; ids 199998 and 199999 stay unassigned (a hole in the vocab,
 // which every consumer must tolerate). Merges are reconstructed from the ranks the way the
 // tiktoken -> tokenizers conversion does: for every token, each split into two tokens that both
@@ -19,6 +22,9 @@ const O200K_PATTERN =
   "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?" +
   "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?" +
   "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const LLAMA3_PATTERN =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 // Named Muse Glimmer special tokens: index i -> name (id 200000 + i).
 const NAMED = {
@@ -65,7 +71,7 @@ function build(variant) {
       if (ranks.has(l) && ranks.has(r)) local.push([l, r]);
     }
     local.sort((a, b) => ranks.get(a[0]) - ranks.get(b[0]) || ranks.get(a[1]) - ranks.get(b[1]));
-    for (const [l, r] of local) merges.push(variant === "gpt2" ? `${enc(l)} ${enc(r)}` : [enc(l), enc(r)]);
+    for (const [l, r] of local) merges.push(variant === "muse" ? [enc(l), enc(r)] : `${enc(l)} ${enc(r)}`);
   }
   const added = [];
   for (let i = 0; i < 2048; i++) {
@@ -74,15 +80,28 @@ function build(variant) {
       single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
     });
   }
+  const split = (pattern) => ({
+    type: "Sequence",
+    pretokenizers: [
+      { type: "Split", pattern: { Regex: pattern }, behavior: "Isolated", invert: false },
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  });
   const preTokenizer = variant === "gpt2"
     ? { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true }
-    : {
-      type: "Sequence",
-      pretokenizers: [
-        { type: "Split", pattern: { Regex: O200K_PATTERN }, behavior: "Isolated", invert: false },
-        { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
-      ],
-    };
+    : split(variant === "llama3" ? LLAMA3_PATTERN : O200K_PATTERN);
+  const template = {
+    type: "TemplateProcessing",
+    single: [{ SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
+    pair: [
+      { SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } },
+      { SpecialToken: { id: "<|begin_of_text|>", type_id: 1 } }, { Sequence: { id: "B", type_id: 1 } },
+    ],
+    special_tokens: { "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [200000], tokens: ["<|begin_of_text|>"] } },
+  };
+  const postProcessor = variant === "llama3"
+    ? { type: "Sequence", processors: [{ type: "ByteLevel", add_prefix_space: true, trim_offsets: false, use_regex: true }, template] }
+    : template;
   return {
     version: "1.0",
     truncation: null,
@@ -90,15 +109,7 @@ function build(variant) {
     added_tokens: added,
     normalizer: null,
     pre_tokenizer: preTokenizer,
-    post_processor: {
-      type: "TemplateProcessing",
-      single: [{ SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
-      pair: [
-        { SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } },
-        { SpecialToken: { id: "<|begin_of_text|>", type_id: 1 } }, { Sequence: { id: "B", type_id: 1 } },
-      ],
-      special_tokens: { "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [200000], tokens: ["<|begin_of_text|>"] } },
-    },
+    post_processor: postProcessor,
     decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
     model: {
       type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null,
@@ -109,8 +120,8 @@ function build(variant) {
 }
 
 const [out, variant = "muse"] = process.argv.slice(2);
-if (!out || !["muse", "gpt2"].includes(variant)) {
-  console.error("usage: node make_tokenizer_json.mjs OUT.json [muse|gpt2]");
+if (!out || !["muse", "gpt2", "llama3"].includes(variant)) {
+  console.error("usage: node make_tokenizer_json.mjs OUT.json [muse|gpt2|llama3]");
   process.exit(2);
 }
 const json = build(variant);
