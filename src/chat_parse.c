@@ -313,7 +313,7 @@ static void parse_params(const char *s, const char *end, const char *name, const
             kend = find_in(k, end, ">");
             v = kend ? kend + 1 : NULL;
             if (kend && kend > k && kend[-1] == '"') kend--;
-        } else if (find_in(k, end, " name=\"") == k) {
+        } else if ((size_t)(end - k) >= 7 && !memcmp(k, " name=\"", 7)) {
             k += 7;
             kend = find_in(k, end, "\"");
             v = kend ? find_in(kend, end, ">") : NULL;
@@ -326,9 +326,11 @@ static void parse_params(const char *s, const char *end, const char *name, const
             flag(&r->malformed, r->problem, "unterminated <atem:parameter> tag");
             return;
         }
-        const char *vend = find_in(v, end, "</atem:parameter>");
+        /* the close tag must come before the next parameter (searching only that far keeps
+         * the scan linear on long, broken output) */
         const char *next = find_in(v, end, "<atem:parameter");
-        if (!vend || (next && next < vend)) {
+        const char *vend = find_in(v, next ? next : end, "</atem:parameter>");
+        if (!vend) {
             flag(&r->malformed, r->problem, "parameter \"%.*s\" is not closed", (int)(kend - k > 40 ? 40 : kend - k), k);
             vend = next ? next : end;
             while (vend > v && vend[-1] == '\n') vend--;
@@ -362,10 +364,10 @@ void glim_chat_parse_function_calls(const char *text, size_t len, const char *re
             break;
         }
         body++;
-        const char *close = find_in(body, end, "</atem:invoke>");
         const char *next = find_in(body, end, "<atem:invoke ");
+        const char *close = find_in(body, next ? next : end, "</atem:invoke>");
         const char *bend = close;
-        if (!close || (next && next < close)) {
+        if (!close) {
             flag(&r->malformed, r->problem, "<atem:invoke name=\"%.*s\"> is not closed", (int)(nend - name > 40 ? 40 : nend - name), name);
             bend = next ? next : end;
         }
