@@ -106,6 +106,9 @@ typedef struct glim_tool_call {
     const char *arguments; /* a JSON object; each member becomes an <atem:parameter> */
 } glim_tool_call;
 
+/* An assistant message renders as: its reasoning (to=self ... <|eom|>), then its answer
+ * (to=user ... <|eot|>, or <|eom|> when tool calls follow), then each tool call as its own
+ * message (<|eom|> between parallel calls, <|eot|> after the last). */
 typedef struct glim_chat_message {
     glim_chat_role role;
     const char *content;   /* system/user text; assistant answer (NULL or "" = none);
@@ -160,12 +163,14 @@ typedef enum glim_chat_channel {
 
 typedef struct glim_parsed_call {
     char *name;      /* from <atem:invoke name="...">, else the recipient */
-    char *arguments; /* a JSON object text */
+    char *arguments; /* a compact JSON object: each <atem:parameter> value as written (a JSON
+                        string), or as JSON when it is exactly a number, true/false/null, an
+                        object or an array (and the tool's schema, when given, allows it) */
 } glim_parsed_call;
 
 typedef struct glim_chat_result {
-    char *reasoning;   /* all to=self text, messages joined with "\n" */
-    char *answer;      /* all to=user text */
+    char *reasoning;   /* all to=self text, messages joined with "\n" (invalid UTF-8 -> U+FFFD) */
+    char *answer;      /* all to=user text, messages concatenated */
     glim_parsed_call *calls;
     int n_calls;
     int stopped;       /* a stop id (200001 <|end_of_text|> or 200008 <|eot|>) was seen */
