@@ -35,14 +35,24 @@ __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int
     const int kg = warp & 1, hg = warp >> 1;
     const int j = tile0 + kg * 32 + lane;
     const bool valid = j < k1;
-    const __nv_bfloat16 *kr = a.kc + ((size_t)(valid ? j % a.R : 0) * a.Hkv + kvh) * D;
+    const size_t kro = ((size_t)(valid ? j % a.R : 0) * a.Hkv + kvh) * D;
+    const __nv_bfloat16 *kr = (const __nv_bfloat16 *)a.kc + kro;
+    const float *kr32 = (const float *)a.kc + kro;
     for (int hc = 0; hc < G; hc += 16) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (valid) {
             for (int d8 = 0; d8 < D / 8; d8++) {
-                uint4 kv = *(const uint4 *)(kr + d8 * 8);
-                float kf[8] = {gcu_bf16lo(kv.x), gcu_bf16hi(kv.x), gcu_bf16lo(kv.y), gcu_bf16hi(kv.y),
-                               gcu_bf16lo(kv.z), gcu_bf16hi(kv.z), gcu_bf16lo(kv.w), gcu_bf16hi(kv.w)};
+                float kf[8];
+                if (a.kv32) {
+                    float4 k0 = *(const float4 *)(kr32 + d8 * 8), k1 = *(const float4 *)(kr32 + d8 * 8 + 4);
+                    kf[0] = k0.x, kf[1] = k0.y, kf[2] = k0.z, kf[3] = k0.w;
+                    kf[4] = k1.x, kf[5] = k1.y, kf[6] = k1.z, kf[7] = k1.w;
+                } else {
+                    uint4 kv = *(const uint4 *)(kr + d8 * 8);
+                    kf[0] = gcu_bf16lo(kv.x), kf[1] = gcu_bf16hi(kv.x), kf[2] = gcu_bf16lo(kv.y);
+                    kf[3] = gcu_bf16hi(kv.y), kf[4] = gcu_bf16lo(kv.z), kf[5] = gcu_bf16hi(kv.z);
+                    kf[6] = gcu_bf16lo(kv.w), kf[7] = gcu_bf16hi(kv.w);
+                }
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
                     int h = hc + hg + 4 * m;
@@ -111,10 +121,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
                           a.inv_freq, pos, lane);
             size_t slot = (size_t)(pos % a.R);
             const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)kvh * D;
-            for (int d = lane; d < D; d += 32) {
-                a.kc[(slot * a.Hkv + kvh) * D + d] = __float2bfloat16_rn(sm.kbuf[d]);
-                a.vc[(slot * a.Hkv + kvh) * D + d] = __float2bfloat16_rn(v[d]);
-            }
+            for (int d = lane; d < D; d += 32) gcu_kv_store(a, (slot * a.Hkv + kvh) * D + d, sm.kbuf[d], v[d]);
         }
     } else {
         const float *q = a.qn + (size_t)t * a.H * D + (size_t)kvh * G * D;
@@ -143,13 +150,19 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
             float4 acc = make_float4(o[c].x * corr, o[c].y * corr, o[c].z * corr, o[c].w * corr);
             const float *p = sm.S + h * GCU_ATT_TILE;
             for (int kl = 0; kl < nv; kl++) {
-                const __nv_bfloat16 *vr = a.vc + ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
-                uint2 vv = *(const uint2 *)vr;
+                size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
+                float4 v;
+                if (a.kv32) {
+                    v = *(const float4 *)((const float *)a.vc + vo);
+                } else {
+                    uint2 vv = *(const uint2 *)((const __nv_bfloat16 *)a.vc + vo);
+                    v = make_float4(gcu_bf16lo(vv.x), gcu_bf16hi(vv.x), gcu_bf16lo(vv.y), gcu_bf16hi(vv.y));
+                }
                 float pk = p[kl];
-                acc.x += pk * gcu_bf16lo(vv.x);
-                acc.y += pk * gcu_bf16hi(vv.x);
-                acc.z += pk * gcu_bf16lo(vv.y);
-                acc.w += pk * gcu_bf16hi(vv.y);
+                acc.x += pk * v.x;
+                acc.y += pk * v.y;
+                acc.z += pk * v.z;
+                acc.w += pk * v.w;
             }
             o[c] = acc;
         }
@@ -224,6 +237,17 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
                     tid, GCU_ATT_THREADS);
 }
 
+extern "C" glim_status gcu_attn_init(glim_error *err) {
+    static int raised;
+    if (raised) return GLIM_OK;
+    glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_attention,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   64 * 1024),
+                              "attention shared memory", err);
+    raised = s == GLIM_OK;
+    return s;
+}
+
 extern "C" size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D) {
     return (size_t)T * Hkv * nsplit * ((size_t)G * D + 2 * G);
 }
@@ -236,15 +260,8 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "attention: %d heads over %d kv heads of width %d (need D %% 8 == 0, "
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     size_t smem = sizeof(float) * ((size_t)G * c->D + (size_t)G * GCU_ATT_TILE + 3 * G + c->D + 4);
-    static int raised;
-    if (!raised) {
-        glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_attention,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       64 * 1024),
-                                  "attention shared memory", err);
-        if (s != GLIM_OK) return s;
-        raised = 1;
-    }
+    glim_status ist = gcu_attn_init(err);
+    if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
@@ -267,7 +284,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
     size_t kvn = (size_t)n_keys * Hkv * D;
     uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
     float *row = NULL, *qn = NULL, *part = NULL, *ao = NULL;
-    __nv_bfloat16 *kc = NULL, *vc = NULL;
+    void *kc = NULL, *vc = NULL;
     int *p0 = NULL, *cnt = NULL;
     glim_status s = GLIM_OK;
     if (!kh || !vh) {

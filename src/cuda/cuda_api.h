@@ -29,12 +29,13 @@ typedef struct gcu_model gcu_model;
 typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
- * GLIM_CUDA_PF, GLIM_CUDA_BPS override the defaults). */
+ * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32 override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
     int pf_units;  /* L2 prefetch distance of the matrix-vector kernel, in 1 KiB units (default 8) */
     int bps;       /* matrix-vector blocks per SM (default 1) */
+    int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -35,6 +35,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.pdl = env_int("GLIM_CUDA_PDL", 1);
     o.pf_units = env_int("GLIM_CUDA_PF", 8);
     o.bps = env_int("GLIM_CUDA_BPS", 1);
+    o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     return o;
 }
 
@@ -311,7 +312,7 @@ extern "C" uint64_t gcu_model_weight_bytes(const gcu_model *g) {
 }
 
 extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
-    uint64_t rowb = 2ull * g->Hkv * g->D * 2, total = 0;
+    uint64_t rowb = 2ull * g->Hkv * g->D * (g->opt.kv32 ? 4 : 2), total = 0;
     for (int l = 0; l < g->L; l++) {
         uint64_t vis = (uint64_t)pos + 1;
         if (!g->is_full[l] && vis > (uint64_t)g->W) vis = (uint64_t)g->W;
@@ -346,7 +347,8 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     sess_plan p;
     memset(&p, 0, sizeof p);
     const int T = GCU_TMAX;
-    for (int l = 0; l < g->L; l++) p.kv += 2ull * ring_rows(g, l, n_ctx) * g->Hkv * g->D * 2;
+    for (int l = 0; l < g->L; l++)
+        p.kv += 2ull * ring_rows(g, l, n_ctx) * g->Hkv * g->D * (g->opt.kv32 ? 4 : 2);
     p.h = (size_t)T * g->hidden * 4;
     p.qkvg = (size_t)T * qkvg_rows(g) * 4;
     p.q = (size_t)T * g->H * g->D * 4;
@@ -407,6 +409,9 @@ extern "C" void gcu_session_free(gcu_session *s) {
 extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu_session **out,
                                        glim_error *err) {
     *out = NULL;
+    glim_status ist;
+    if ((ist = gcu_mv_init(err)) || (ist = gcu_stage_init(err)) || (ist = gcu_attn_init(err)))
+        return ist;
     uint64_t need = gcu_session_bytes(g, n_ctx, n_batch);
     size_t fr = 0, tot = 0;
     cudaMemGetInfo(&fr, &tot);
@@ -422,13 +427,14 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     nsplits(g, n_ctx, &s->nsplit_full, &s->nsplit_slide);
     sess_plan p = plan_session(g, n_ctx);
     glim_status st = GLIM_OK;
-    s->kc = (__nv_bfloat16 **)calloc((size_t)g->L, sizeof(void *));
-    s->vc = (__nv_bfloat16 **)calloc((size_t)g->L, sizeof(void *));
+    s->kv32 = g->opt.kv32;
+    s->kc = (void **)calloc((size_t)g->L, sizeof(void *));
+    s->vc = (void **)calloc((size_t)g->L, sizeof(void *));
     s->R = (int *)calloc((size_t)g->L, sizeof(int));
     if (!s->kc || !s->vc || !s->R) st = glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     for (int l = 0; st == GLIM_OK && l < g->L; l++) {
         s->R[l] = ring_rows(g, l, n_ctx);
-        size_t b = (size_t)s->R[l] * g->Hkv * g->D * 2;
+        size_t b = (size_t)s->R[l] * g->Hkv * g->D * (s->kv32 ? 4 : 2);
         if ((st = gcu_check(cudaMalloc((void **)&s->kc[l], b), "KV cache", err)) == GLIM_OK)
             st = gcu_check(cudaMalloc((void **)&s->vc[l], b), "KV cache", err);
         if (st == GLIM_OK) st = gcu_check(cudaMemset(s->kc[l], 0, b), "KV cache", err);
@@ -537,6 +543,7 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
     c.qn = s->qn;
     c.kc = s->kc[l];
     c.vc = s->vc[l];
+    c.kv32 = s->kv32;
     c.R = s->R[l];
     c.window = y->full ? 0 : g->W;
     c.H = g->H;

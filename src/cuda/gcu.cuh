@@ -104,6 +104,7 @@ typedef struct gcu_mv_call {
     int pf_units, bps, pdl;
 } gcu_mv_call;
 size_t gcu_mv_partial_bytes(int nsm, int bps);
+glim_status gcu_mv_init(glim_error *err);
 glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
 
 /* ---- norms.cu ---- */
@@ -134,13 +135,15 @@ typedef struct gcu_stage_call {
     int pdl;
 } gcu_stage_call;
 glim_status gcu_stage_launch(const gcu_stage_call *c, cudaStream_t st, glim_error *err);
+glim_status gcu_stage_init(glim_error *err);
 
 /* ---- rope_qk.cu / attention.cu ---- */
 typedef struct gcu_attn_call {
     const float *qkvg;         /* [T][ldq]: q | k | v | gate */
     int ldq;
     float *qn;                 /* [T][H*D] prepared q (non-fused path) */
-    __nv_bfloat16 *kc, *vc;    /* cache [R][Hkv][D] */
+    void *kc, *vc;             /* cache [R][Hkv][D], bf16 (or f32 when kv32) */
+    int kv32;
     int R, window;             /* window 0: full attention */
     int H, Hkv, D;
     float eps, qk_scale, scale;
@@ -158,6 +161,7 @@ typedef struct gcu_attn_call {
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
 glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st, glim_error *err);
+glim_status gcu_attn_init(glim_error *err);
 
 /* ---- launch.cu ---- */
 /* cudaLaunchKernelEx with the programmatic-serialization attribute when pdl is set. */

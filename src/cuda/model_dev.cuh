@@ -29,7 +29,8 @@ struct gcu_session {
     gcu_model *m;
     int n_ctx, n_batch, nsplit_full, nsplit_slide;
     cudaStream_t st;
-    __nv_bfloat16 **kc, **vc;
+    void **kc, **vc;       /* per layer [R][Hkv][D], bf16 or f32 (opt.kv32) */
+    int kv32;
     int *R;
     float *h, *qkvg, *qn, *aout, *oout, *act, *dout, *logits;
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;

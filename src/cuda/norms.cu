@@ -118,21 +118,25 @@ __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
                     blockDim.x);
 }
 
+extern "C" glim_status gcu_stage_init(glim_error *err) {
+    static int raised;
+    if (raised) return GLIM_OK;
+    glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_stage,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   ST_SMEM_MAX),
+                              "stage shared memory", err);
+    raised = s == GLIM_OK;
+    return s;
+}
+
 static glim_status stage_launch(const gcu_stage_call *c, float *xout, cudaStream_t st,
                                 glim_error *err) {
-    static int raised;
     size_t smem = (size_t)c->K * sizeof(float);
     if (smem > ST_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "stage: width %d exceeds the kernel's %d", c->K,
                          ST_SMEM_MAX / 4);
-    if (!raised) {
-        glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_stage,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       ST_SMEM_MAX),
-                                  "stage shared memory", err);
-        if (s != GLIM_OK) return s;
-        raised = 1;
-    }
+    glim_status ist = gcu_stage_init(err);
+    if (ist != GLIM_OK) return ist;
     StArgs a;
     memset(&a, 0, sizeof a);
     a.op = c->op;

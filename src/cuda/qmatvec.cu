@@ -310,12 +310,30 @@ static const void *mv_pick(int kind, int pps, int sbf32) {
     return NULL;
 }
 
+/* Raises the shared-memory limit of every staged-input variant once (outside graph capture). */
+extern "C" glim_status gcu_mv_init(glim_error *err) {
+    static int done;
+    if (done) return GLIM_OK;
+    int kinds[2] = {GCU_KIND_Q, GCU_KIND_DENSE}, pps[3] = {1, 2, 4};
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < 3; p++)
+            for (int f = 0; f < 2; f++) {
+                const void *fn = mv_pick<1, true>(kinds[k], pps[p], f);
+                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
+                if (e != cudaSuccess) return gcu_check(e, "matvec shared memory", err);
+            }
+    done = 1;
+    return GLIM_OK;
+}
+
 extern "C" size_t gcu_mv_partial_bytes(int nsm, int bps) {
     return (size_t)nsm * (size_t)(bps > 0 ? bps : 1) * GCU_MV_WARPS * 2 * 8 * 32 * sizeof(float2);
 }
 
 extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err) {
     const gcu_mat *m = c->m;
+    glim_status ist = gcu_mv_init(err);
+    if (ist != GLIM_OK) return ist;
     if (c->T < 1 || c->T > GCU_TMAX)
         return glim_fail(err, GLIM_E_ARG, "matvec: %d tokens (1..%d)", c->T, GCU_TMAX);
     int nb = c->T <= 4 ? 1 : 8;
@@ -327,20 +345,7 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
                                          : mv_pick<1, false>(m->f.kind, m->f.pps, m->sbf32))
                              : mv_pick<8, false>(m->f.kind, m->f.pps, m->sbf32);
     if (!fn) return glim_fail(err, GLIM_E_UNSUPPORTED, "matvec: no kernel for this format");
-    if (use_smem) {
-        static const void *raised[64];
-        static int n_raised;
-        int seen = 0;
-        for (int i = 0; i < n_raised; i++) seen |= raised[i] == fn;
-        if (!seen) {
-            cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 MV_SMEM_MAX);
-            if (e != cudaSuccess) return gcu_check(e, "matvec shared memory", err);
-            if (n_raised < 64) raised[n_raised++] = fn;
-        }
-    } else {
-        smem = 0;
-    }
+    if (!use_smem) smem = 0;
     MvArgs a;
     a.w = m->w;
     a.nunits = (long long)m->nrb * m->f.nspan;

@@ -23,13 +23,9 @@ __global__ void __launch_bounds__(QK_THREADS) k_qk_prep(gcu_attn_call a) {
             float *q = a.qn + (size_t)t * H * D + (size_t)j * D;
             for (int d = lane; d < D; d += 32) q[d] = mine[d];
         } else {
-            __nv_bfloat16 *k = a.kc + (slot * Hkv + (j - H)) * D;
             const float *v = row + (size_t)(H + Hkv) * D + (size_t)(j - H) * D;
-            __nv_bfloat16 *vo = a.vc + (slot * Hkv + (j - H)) * D;
-            for (int d = lane; d < D; d += 32) {
-                k[d] = __float2bfloat16_rn(mine[d]);
-                vo[d] = __float2bfloat16_rn(v[d]);
-            }
+            size_t o = (slot * Hkv + (j - H)) * D;
+            for (int d = lane; d < D; d += 32) gcu_kv_store(a, o + d, mine[d], v[d]);
         }
         __syncwarp();
     }
@@ -50,7 +46,7 @@ extern "C" glim_status gcu_test_qk_prep(float *q, int n_heads, float *k, int n_k
     if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
     int ldq = (2 * n_heads + 2 * n_kv) * D;
     float *row = NULL, *qn = NULL, *inv = NULL;
-    __nv_bfloat16 *kc = NULL, *vc = NULL;
+    void *kc = NULL, *vc = NULL;
     int *p0 = NULL;
     glim_status s;
     if ((s = gcu_check(cudaMalloc((void **)&row, sizeof(float) * ldq), "alloc", err)) ||

@@ -35,4 +35,15 @@ __device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int 
     }
 }
 
+/* Writes k and v element o of the cache (bf16, or f32 when kv32). */
+__device__ __forceinline__ void gcu_kv_store(const gcu_attn_call &a, size_t o, float k, float v) {
+    if (a.kv32) {
+        ((float *)a.kc)[o] = k;
+        ((float *)a.vc)[o] = v;
+    } else {
+        ((__nv_bfloat16 *)a.kc)[o] = __float2bfloat16_rn(k);
+        ((__nv_bfloat16 *)a.vc)[o] = __float2bfloat16_rn(v);
+    }
+}
+
 #endif

@@ -152,8 +152,13 @@ extern "C" glim_status gcu_session_fake_context(gcu_session *s, int n, uint64_t 
         size_t rows = (size_t)(g->is_full[l] ? n : (n < s->R[l] ? n : s->R[l]));
         size_t cnt = rows * g->Hkv * g->D;
         if (!cnt) continue;
-        k_fill_bf16<<<fill_blocks(), 256, 0, s->st>>>(s->kc[l], cnt, seed + 2 * l);
-        k_fill_bf16<<<fill_blocks(), 256, 0, s->st>>>(s->vc[l], cnt, seed + 2 * l + 1);
+        if (s->kv32) {
+            k_fill_f32<<<fill_blocks(), 256, 0, s->st>>>((float *)s->kc[l], cnt, seed + 2 * l, 0.0f, 1.7f);
+            k_fill_f32<<<fill_blocks(), 256, 0, s->st>>>((float *)s->vc[l], cnt, seed + 2 * l + 1, 0.0f, 1.7f);
+        } else {
+            k_fill_bf16<<<fill_blocks(), 256, 0, s->st>>>((__nv_bfloat16 *)s->kc[l], cnt, seed + 2 * l);
+            k_fill_bf16<<<fill_blocks(), 256, 0, s->st>>>((__nv_bfloat16 *)s->vc[l], cnt, seed + 2 * l + 1);
+        }
     }
     return gcu_check(cudaStreamSynchronize(s->st), "fake context", err);
 }

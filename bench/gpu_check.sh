@@ -1,0 +1,73 @@
+#!/bin/sh
+# gpu_check.sh: everything the CUDA backend needs checked on a GPU machine, in one call:
+# build (with the carried -dev packages), the GPU tests (GLIM_REQUIRE_CUDA=1), compute-sanitizer
+# (memcheck, racecheck, synccheck) on a decode of a few tokens, and `glimmer bench --synthetic`.
+# Logs go to $OUT (default ./gpu_check_out): build.log, tests.log, sanitizer.log, bench.md,
+# summary.txt. Usage: bench/gpu_check.sh [STEP...]   steps: tests sanitize quick bench variants
+# (default: tests sanitize bench variants; quick = a 2-layer bench). The build always runs.
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$OUT"
+S="$OUT/summary.txt"
+: >"$S"
+say() { echo "$*" | tee -a "$S"; }
+nvidia-smi -L 2>&1 | tee -a "$S"
+say "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+
+t0=$(date +%s)
+if ! scripts/device_build.sh >"$OUT/build.log" 2>&1; then
+    say "BUILD FAILED (tail of build.log follows)"
+    tail -30 "$OUT/build.log" | tee -a "$S"
+    exit 1
+fi
+say "build ok ($(($(date +%s) - t0)) s)"
+
+STEPS=${*:-tests sanitize bench variants}
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+t0=$(date +%s)
+if has tests; then
+: >"$OUT/tests.log"
+for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward; do
+    echo "== $t" >>"$OUT/tests.log"
+    GLIM_REQUIRE_CUDA=1 timeout 240 "$t" >>"$OUT/tests.log" 2>&1
+    echo "rc=$?" >>"$OUT/tests.log"
+done
+say "tests: $(grep -c '^PASS' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed, $(grep -c '^SKIP' "$OUT/tests.log") skipped ($(($(date +%s) - t0)) s)"
+grep -E '^(FAIL|SKIP)|check failed|info:' "$OUT/tests.log" | head -60 | tee -a "$S"
+fi
+
+t0=$(date +%s)
+if has sanitize; then
+: >"$OUT/sanitizer.log"
+FIX=tests/vectors/mlx4_a
+[ -d "$FIX" ] || FIX=tests/vectors/hf_a
+for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool: 3-token prompt + 4 decoded tokens on $FIX" >>"$OUT/sanitizer.log"
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos \
+        >>"$OUT/sanitizer.log" 2>&1
+    rc=$?
+    say "compute-sanitizer $tool: rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+done
+echo "== memcheck on the kernel tests (matvec, attention)" >>"$OUT/sanitizer.log"
+GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build/tests/test_cuda_kernels >>"$OUT/sanitizer.log" 2>&1
+say "compute-sanitizer memcheck on test_cuda_kernels: rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)) ($(($(date +%s) - t0)) s)"
+fi
+
+: >"$OUT/bench.md"
+if has quick; then
+    t0=$(date +%s)
+    timeout 120 build/glimmer bench --synthetic --layers 2 --prompt 256 -n 16 --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
+    say "quick bench rc=$? ($(($(date +%s) - t0)) s)"
+fi
+if has bench; then
+    t0=$(date +%s)
+    V=""
+    has variants && V=--variants
+    timeout 300 build/glimmer bench --synthetic $V --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
+    say "bench rc=$? ($(($(date +%s) - t0)) s)"
+fi
+tail -5 "$OUT/bench.log" >>"$S" 2>/dev/null
+cat "$OUT/bench.md" | tee -a "$S"

@@ -1,0 +1,288 @@
+/* cmd_bench.c: `glimmer bench`: decode and prefill speed of the CUDA backend, each decode figure
+ * as a fraction of its bandwidth floor = (weight bytes + KV bytes read per token) / the
+ * device-to-device copy bandwidth measured in the same run (bytes read + written).
+ *   --synthetic   a model with Muse Glimmer 30B's shapes, random MLX 4-bit weights (group 64,
+ *                 bf16 scales/biases) generated straight in GPU memory: no file needed
+ *   -m DIR        a real checkpoint, opened on the CUDA backend
+ * Decode is timed per token through the whole forward (token upload, the graph, the logits back
+ * to the host), at contexts 0, 4096 and 32768 (the KV cache of a long context is filled with
+ * random values instead of being prefilled); prefill is one 2048-token prompt. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "glimmer.h"
+
+#define CMD "glimmer bench"
+
+#ifdef GLIM_HAVE_CUDA
+#include "cuda/cuda_api.h"
+
+typedef struct bench_opts {
+    const char *dir;
+    int synthetic, layers, n_decode, prompt, variants, bits, group;
+    const char *out;
+} bench_opts;
+
+static void bench_help(void) {
+    printf("usage: glimmer bench (--synthetic | -m DIR) [options]\n\n"
+           "Decode tokens/s at contexts 0, 4096 and 32768 and prefill tokens/s of a 2048-token\n"
+           "prompt on the CUDA backend, each decode figure as a fraction of the floor\n"
+           "(weight + KV bytes read per token over the copy bandwidth measured in this run).\n\n"
+           "  --synthetic        Muse Glimmer 30B shapes, random 4-bit weights made on the GPU\n"
+           "  -m, --model DIR    a checkpoint instead\n"
+           "  --layers N         synthetic: only N layers (quick checks; default 52)\n"
+           "  --bits B           synthetic: 4 or 8 (default 4); --group G (default 64)\n"
+           "  -n N               decode tokens timed per context (default 64)\n"
+           "  --prompt N         prefill length (default 2048; 0 skips)\n"
+           "  --variants         also time decode at context 0 with each speed switch off\n"
+           "  --out FILE         append the result table to FILE\n");
+}
+
+static double now(void) { return args_now(); }
+
+/* The 30B config (MODEL.md 1.1). */
+static glim_config config_30b(int layers) {
+    glim_config c;
+    memset(&c, 0, sizeof c);
+    c.vocab_size = 202048;
+    c.hidden_size = 6656;
+    c.intermediate_size = 19968;
+    c.n_layers = layers;
+    c.n_heads = 32;
+    c.n_kv_heads = 2;
+    c.head_dim = 128;
+    c.sliding_window = 2048;
+    c.max_position = 131072;
+    c.rms_eps = 1e-5f;
+    c.post_norm_eps = 1e-8f;
+    c.qk_scale = 3.87f;
+    c.attn_scale = 1.0f / sqrtf(128.0f);
+    c.final_softcap = 20.0f;
+    c.output_multiplier = 0.19611613513818404f;
+    c.rope_theta = 500000.0f;
+    c.layer_is_full = calloc((size_t)layers, 1);
+    c.layer_rope_theta = calloc((size_t)layers, sizeof(float));
+    c.inv_freq = calloc(64, sizeof(float));
+    for (int i = 0; i < layers; i++) {
+        c.layer_is_full[i] = (layers - 1 - i) % 4 == 0;
+        c.layer_rope_theta[i] = c.layer_is_full[i] ? 0.0f : 500000.0f;
+    }
+    for (int i = 0; i < 64; i++) c.inv_freq[i] = (float)(1.0 / pow(500000.0, (2.0 * i) / 128.0));
+    return c;
+}
+
+typedef struct decode_res {
+    double tok_s, gpu_ms, floor_frac;
+} decode_res;
+
+/* Decodes n tokens at positions pos..pos+n-1 (after 4 warm-up tokens). */
+static int time_decode(gcu_session *s, const gcu_model *m, int vocab, int pos, int n, double bw,
+                       decode_res *r) {
+    glim_error err;
+    float *logits = malloc(sizeof(float) * vocab);
+    int32_t tok = 1;
+    double floor_s = 0, gpu = 0, t0 = 0;
+    int warm = 4;
+    for (int i = -warm; i < n; i++) {
+        int p = pos + i + warm;
+        if (i == 0) t0 = now();
+        tok = (tok * 1103515245 + 12345) & 0x7fffffff;
+        int32_t t = tok % vocab;
+        if (gcu_forward(s, &t, 1, p, GLIM_LOGITS_LAST, logits, &err) != GLIM_OK) {
+            fprintf(stderr, "%s: decode at %d: %s\n", CMD, p, err.message);
+            free(logits);
+            return -1;
+        }
+        if (i >= 0) {
+            gpu += gcu_session_last_gpu_ms(s);
+            floor_s += (double)(gcu_model_weight_bytes(m) + gcu_kv_bytes_read(m, p)) / bw;
+        }
+    }
+    double dt = now() - t0;
+    r->tok_s = n / dt;
+    r->gpu_ms = gpu / n;
+    r->floor_frac = floor_s / dt;
+    free(logits);
+    return 0;
+}
+
+static void emit(FILE *f, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    if (f) {
+        va_start(ap, fmt);
+        vfprintf(f, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static int run_bench(const bench_opts *o) {
+    glim_error err = {0};
+    char dev[160];
+    gcu_device_name(dev, sizeof dev);
+    FILE *out = o->out ? fopen(o->out, "a") : NULL;
+    if (o->out && !out) fprintf(stderr, "%s: cannot open %s for appending\n", CMD, o->out);
+    emit(out, "device: %s\n", dev);
+    double bw = 0;
+    if (gcu_copy_bandwidth(1ull << 30, 21, &bw, &err) != GLIM_OK) {
+        fprintf(stderr, "%s: %s\n", CMD, err.message);
+        return 1;
+    }
+    emit(out, "copy bandwidth (device to device, read + write): %.1f GB/s\n", bw / 1e9);
+
+    gcu_model *m = NULL;
+    glim_model *gm = NULL;
+    int vocab;
+    double t0 = now();
+    if (o->synthetic) {
+        glim_config c = config_30b(o->layers);
+        glim_status st = gcu_model_synthetic(&c, o->bits, o->group, 1234, &m, &err);
+        free(c.layer_is_full), free(c.layer_rope_theta), free(c.inv_freq);
+        if (st != GLIM_OK) {
+            fprintf(stderr, "%s: %s\n", CMD, err.message);
+            return 1;
+        }
+        vocab = 202048;
+        emit(out, "model: synthetic Muse Glimmer 30B shapes, %d layers, MLX %d-bit group %d, bf16 "
+                  "scales/biases (made on the GPU in %.1f s)\n", o->layers, o->bits, o->group, now() - t0);
+    } else {
+        glim_model_params mp = {"cuda", 0};
+        if (glim_model_open(o->dir, &mp, &gm, &err) != GLIM_OK) {
+            fprintf(stderr, "%s: %s\n", CMD, err.message);
+            return 1;
+        }
+        m = (gcu_model *)gm->backend_model;
+        vocab = glim_model_get_info(gm)->vocab_size;
+        emit(out, "model: %s (loaded in %.1f s)\n", o->dir, now() - t0);
+    }
+    uint64_t wb = gcu_model_weight_bytes(m);
+    emit(out, "weight bytes read per token: %.3f GB; device bytes: %.3f GB\n", wb / 1e9,
+         gcu_model_device_bytes(m) / 1e9);
+
+    int ctxs[3] = {0, 4096, 32768};
+    int n_ctx = 32768 + o->n_decode + 64;
+    gcu_session *s = NULL;
+    if (gcu_session_new(m, n_ctx, 64, &s, &err) != GLIM_OK) {
+        fprintf(stderr, "%s: %s\n", CMD, err.message);
+        return 1;
+    }
+    emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
+              "| --- | --- | --- | --- | --- | --- |\n");
+    for (int k = 0; k < 3; k++) {
+        int pos = ctxs[k];
+        if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
+            fprintf(stderr, "%s: %s\n", CMD, err.message);
+            break;
+        }
+        decode_res r;
+        if (time_decode(s, m, vocab, pos, o->n_decode, bw, &r) != 0) break;
+        double floor_ms = (double)(wb + gcu_kv_bytes_read(m, pos + o->n_decode / 2)) / bw * 1e3;
+        emit(out, "| decode @ ctx %d | %.1f | %.3f | %.3f | %.3f | %.1f%% |\n", pos, r.tok_s,
+             1e3 / r.tok_s, r.gpu_ms, floor_ms, 100.0 * r.floor_frac);
+    }
+    if (o->prompt > 0) {
+        int32_t *p = malloc(sizeof(int32_t) * o->prompt);
+        float *lg = malloc(sizeof(float) * vocab);
+        for (int i = 0; i < o->prompt; i++) p[i] = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
+        /* warm-up chunk, then the timed prompt from position 0 */
+        gcu_forward(s, p, 32, 0, GLIM_LOGITS_NONE, NULL, &err);
+        double a = now();
+        glim_status st = GLIM_OK;
+        for (int done = 0; done < o->prompt && st == GLIM_OK; done += 64) {
+            int n = o->prompt - done < 64 ? o->prompt - done : 64;
+            st = gcu_forward(s, p + done, n, done, done + n == o->prompt ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE,
+                             lg, &err);
+        }
+        double dt = now() - a;
+        if (st != GLIM_OK) fprintf(stderr, "%s: prefill: %s\n", CMD, err.message);
+        else emit(out, "| prefill %d tokens | %.1f | %.3f | | | |\n", o->prompt, o->prompt / dt, 1e3 * dt / o->prompt);
+        free(p), free(lg);
+    }
+    gcu_session_free(s);
+    if (o->variants) {
+        emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
+        gcu_options base = gcu_options_default();
+        struct { const char *name; gcu_options o; } v[8];
+        int nv = 0;
+        v[nv].name = "default (graph, PDL, L2 prefetch 8)", v[nv++].o = base;
+        v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
+        v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
+        v[nv].name = "no L2 prefetch", v[nv].o = base, v[nv++].o.pf_units = 0;
+        v[nv].name = "L2 prefetch 16", v[nv].o = base, v[nv++].o.pf_units = 16;
+        v[nv].name = "L2 prefetch 32", v[nv].o = base, v[nv++].o.pf_units = 32;
+        v[nv].name = "2 matvec blocks per SM", v[nv].o = base, v[nv++].o.bps = 2;
+        for (int i = 0; i < nv; i++) {
+            gcu_model_set_options(m, &v[i].o);
+            if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;
+            decode_res r;
+            if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0)
+                emit(out, "| %s | %.1f | %.3f | %.1f%% |\n", v[i].name, r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);
+            gcu_session_free(s);
+        }
+        gcu_model_set_options(m, &base);
+    }
+    if (gm) glim_model_close(gm);
+    else gcu_model_free(m);
+    if (out) fclose(out);
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    glim_args a;
+    args_init(&a, CMD, argc, argv);
+    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, NULL};
+    while (args_next(&a)) {
+        if (args_help(&a)) {
+            bench_help();
+            return 0;
+        } else if (args_switch(&a, "--synthetic")) {
+            o.synthetic = 1;
+        } else if (args_flag(&a, "--model", "-m")) {
+            o.dir = a.val;
+        } else if (args_flag(&a, "--layers", NULL)) {
+            args_int(&a, &o.layers, 1, 52);
+        } else if (args_flag(&a, "--bits", NULL)) {
+            args_int(&a, &o.bits, 4, 8);
+        } else if (args_flag(&a, "--group", NULL)) {
+            args_int(&a, &o.group, 32, 128);
+        } else if (args_flag(&a, "-n", NULL)) {
+            args_int(&a, &o.n_decode, 1, 4096);
+        } else if (args_flag(&a, "--prompt", NULL)) {
+            args_int(&a, &o.prompt, 0, 32768);
+        } else if (args_switch(&a, "--variants")) {
+            o.variants = 1;
+        } else if (args_flag(&a, "--out", NULL)) {
+            o.out = a.val;
+        } else if (!a.err) {
+            args_unknown(&a);
+        }
+        if (a.err) return 2;
+    }
+    if (!o.synthetic == !o.dir) {
+        args_error(&a, "give exactly one of --synthetic and -m DIR");
+        return 2;
+    }
+    if (o.bits != 4 && o.bits != 8) {
+        args_error(&a, "--bits must be 4 or 8");
+        return 2;
+    }
+    if (gcu_device_count() <= 0) {
+        fprintf(stderr, "%s: no CUDA device\n", CMD);
+        return 1;
+    }
+    return run_bench(&o);
+}
+#else
+int cmd_bench(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "%s: this build has no CUDA backend (nvcc was not found)\n", CMD);
+    return 1;
+}
+#endif

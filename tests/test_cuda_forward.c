@@ -1,0 +1,352 @@
+/* test_cuda_forward.c: the CUDA forward through the public API against (1) the reference logits
+ * of every fixture in tests/vectors (transformers, fp32) and (2) the CPU oracle on random models,
+ * with greedy generation on the GPU equal to greedy generation on the CPU. Skips without a GPU
+ * unless GLIM_REQUIRE_CUDA=1.
+ *
+ * Tolerances, and why:
+ *  - fp32 KV cache (GLIM_CUDA_KV32=1): the GPU differs from fp32 math only in that x enters the
+ *    tensor cores as bf16 hi + lo (16 bits of mantissa) and in summation order, so the fixtures'
+ *    own rule applies at twice its size: max |gpu - ref| <= 2e-4 * max(1, max |ref|).
+ *  - bf16 KV cache (the default): keys and values are rounded to bf16 (relative 2^-9) before the
+ *    attention reads them, a real change of the function that the fixtures' tiny head_dim and
+ *    large q scale amplify; we allow 2e-2 * max(1, max |ref|) and require the top-1 to agree
+ *    (except where the reference itself has a near-tie within that tolerance). The errors
+ *    measured are printed ("info:") so the margin is visible.
+ * The bugs the fixtures are built to expose (norm conventions, RoPE on NoPE layers, window +-1,
+ * head order, missing softcap, ...) move the logits by 8 to 25, far outside both. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "glimmer.h"
+#include "safetensors.h"
+#include "synth.h"
+
+#ifdef GLIM_HAVE_CUDA
+#include "cuda/cuda_api.h"
+
+static int no_gpu(void) {
+    if (gcu_device_count() > 0) return 0;
+    const char *r = getenv("GLIM_REQUIRE_CUDA");
+    if (r && !strcmp(r, "1")) {
+        CHECK(0, "GLIM_REQUIRE_CUDA=1 but no CUDA device is present");
+        return 1;
+    }
+    return 2;
+}
+#define NEED_GPU()                            \
+    do {                                      \
+        int ng_ = no_gpu();                   \
+        if (ng_ == 1) return;                 \
+        if (ng_ == 2) SKIP("no CUDA device"); \
+    } while (0)
+
+static float max_abs(const float *x, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fabsf(x[i]) > m || x[i] != x[i] ? (x[i] != x[i] ? INFINITY : fabsf(x[i])) : m;
+    return m;
+}
+static float max_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (!(d <= m)) m = d == d ? d : INFINITY;
+    }
+    return m;
+}
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static glim_model *open_model(const char *dir, const char *backend, int kv32, glim_status *st,
+                              glim_error *err) {
+    if (kv32) setenv("GLIM_CUDA_KV32", "1", 1);
+    else unsetenv("GLIM_CUDA_KV32");
+    glim_model_params mp = {backend, 2};
+    glim_model *m = NULL;
+    *st = glim_model_open(dir, &mp, &m, err);
+    unsetenv("GLIM_CUDA_KV32");
+    return m;
+}
+
+/* Logits [T][V] of tokens evaluated `step` at a time (mode ALL), or NULL. */
+static float *eval_steps(glim_model *m, const int32_t *tok, int T, int step, int n_batch) {
+    const glim_model_info *info = glim_model_get_info(m);
+    int V = info->vocab_size;
+    glim_session_params sp = {T + 16, n_batch};
+    glim_session *s = NULL;
+    glim_error err = {0};
+    float *out = calloc((size_t)T * V, sizeof(float));
+    if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) {
+        CHECK(0, "session: %s", err.message);
+        free(out);
+        return NULL;
+    }
+    for (int t = 0; t < T; t += step) {
+        int n = T - t < step ? T - t : step;
+        glim_status st = glim_eval(s, tok + t, n, t, GLIM_LOGITS_ALL, out + (size_t)t * V, (size_t)n * V, &err);
+        if (st != GLIM_OK) {
+            CHECK(0, "eval at %d: %s", t, err.message);
+            free(out);
+            out = NULL;
+            break;
+        }
+    }
+    glim_session_free(s);
+    return out;
+}
+
+/* ---- fixtures ----------------------------------------------------------------------------- */
+
+static char g_root[512], g_fixture[128];
+
+static float *read_f32(const glim_st_set *set, const char *name, int64_t *rows, int64_t *cols) {
+    const glim_tensor *t = glim_st_find(set, name);
+    if (!t || t->dtype != GLIM_DT_F32 || t->ndim != 2) return NULL;
+    *rows = t->shape[0];
+    *cols = t->shape[1];
+    float *v = malloc(sizeof(float) * (size_t)(*rows * *cols));
+    memcpy(v, t->data, sizeof(float) * (size_t)(*rows * *cols));
+    return v;
+}
+static int32_t *read_ids(const glim_st_set *set, const char *name, int64_t *n) {
+    const glim_tensor *t = glim_st_find(set, name);
+    if (!t || t->ndim != 1 || (t->dtype != GLIM_DT_I64 && t->dtype != GLIM_DT_I32)) return NULL;
+    *n = t->shape[0];
+    int32_t *v = malloc(sizeof(int32_t) * (size_t)(*n + 1));
+    for (int64_t i = 0; i < *n; i++) {
+        if (t->dtype == GLIM_DT_I64) {
+            int64_t x;
+            memcpy(&x, (const char *)t->data + 8 * i, 8);
+            v[i] = (int32_t)x;
+        } else {
+            memcpy(&v[i], (const char *)t->data + 4 * i, 4);
+        }
+    }
+    return v;
+}
+
+static void fixture_with(int kv32) {
+    char dir[700], path[800];
+    snprintf(dir, sizeof dir, "%s/%s", g_root, g_fixture);
+    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    glim_error err = {0};
+    glim_st_set *set = NULL;
+    REQUIRE(glim_st_open_file(path, &set, &err) == GLIM_OK, "%s: %s", g_fixture, err.message);
+    int64_t T = 0, V = 0, n = 0, ng = 0, gr = 0, gc = 0;
+    int32_t *tok = read_ids(set, "tokens", &n), *greedy = read_ids(set, "greedy", &ng);
+    float *ref = read_f32(set, "logits", &T, &V), *gref = read_f32(set, "greedy_logits", &gr, &gc);
+    glim_st_close(set);
+    if (!tok || !ref || n != T) {
+        free(tok), free(greedy), free(ref), free(gref);
+        REQUIRE(0, "%s: reference without tokens/logits", g_fixture);
+    }
+    glim_status st;
+    glim_model *m = open_model(dir, "cuda", kv32, &st, &err);
+    if (st == GLIM_E_UNSUPPORTED) {
+        free(tok), free(greedy), free(ref), free(gref);
+        SKIP("%s: %.100s", g_fixture, err.message);
+    }
+    if (!m) {
+        free(tok), free(greedy), free(ref), free(gref);
+        REQUIRE(0, "%s: open on cuda: %s", g_fixture, err.message);
+    }
+    float refmax = max_abs(ref, (size_t)(T * V));
+    float tol = (kv32 ? 2e-4f : 2e-2f) * (refmax > 1 ? refmax : 1);
+    const char *mode = kv32 ? "fp32 KV" : "bf16 KV";
+    /* all tokens in one call; one at a time (the decode graph); chunks of 7 */
+    int steps[3] = {(int)T, 1, 7};
+    for (int k = 0; k < 3; k++) {
+        float *out = eval_steps(m, tok, (int)T, steps[k], 64);
+        if (!out) continue;
+        float d = max_diff(out, ref, (size_t)(T * V));
+        printf("  info: %s %s step %d: max |gpu - ref| %.3g = %.2g of max |ref| %.3g (tol %.3g)\n",
+               g_fixture, mode, steps[k], d, d / refmax, refmax, tol);
+        CHECK(d <= tol, "%s %s step %d: max |gpu - ref| %g > %g", g_fixture, mode, steps[k], d, tol);
+        for (int t = 0; t < T; t++) {
+            const float *o = out + (size_t)t * V, *r = ref + (size_t)t * V;
+            int a = argmax(o, (int)V), b = argmax(r, (int)V);
+            CHECK(a == b || r[a] >= r[b] - tol, "%s %s step %d row %d: top-1 %d vs reference %d",
+                  g_fixture, mode, steps[k], t, a, b);
+        }
+        free(out);
+    }
+    /* teacher-forced greedy continuation: our pick at each step against HF's */
+    if (greedy && gref && gr == ng && gc == V) {
+        int total = (int)(T + ng);
+        int32_t *all = malloc(sizeof(int32_t) * total);
+        memcpy(all, tok, sizeof(int32_t) * T);
+        memcpy(all + T, greedy, sizeof(int32_t) * ng);
+        float *out = eval_steps(m, all, total, 1, 64);
+        for (int i = 0; out && i < ng; i++) {
+            const float *o = out + (size_t)(T - 1 + i) * V;
+            const float *r = i == 0 ? ref + (size_t)(T - 1) * V : gref + (size_t)(i - 1) * V;
+            int a = argmax(o, (int)V);
+            CHECK(a == greedy[i] || r[a] >= r[greedy[i]] - tol, "%s %s greedy step %d: %d, HF %d",
+                  g_fixture, mode, i, a, greedy[i]);
+        }
+        free(out);
+        free(all);
+    }
+    glim_model_close(m);
+    free(tok), free(greedy), free(ref), free(gref);
+}
+
+static void fixture_kv32(void) {
+    NEED_GPU();
+    fixture_with(1);
+}
+static void fixture_kv_bf16(void) {
+    NEED_GPU();
+    fixture_with(0);
+}
+
+/* ---- random models: GPU against the CPU oracle, greedy equality --------------------------- */
+
+static char tmp_root[] = "/tmp/glimmer-test-cuda-XXXXXX";
+
+static void random_vs_cpu(const char *name, glim_synth_spec spec) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
+    glim_error err = {0};
+    REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
+    glim_status st;
+    glim_model *cpu = open_model(dir, "cpu", 0, &st, &err);
+    REQUIRE(cpu, "%s on cpu: %s", name, err.message);
+    glim_model *gpu = open_model(dir, "cuda", 0, &st, &err);
+    if (!gpu) glim_model_close(cpu);
+    REQUIRE(gpu, "%s on cuda: %s", name, err.message);
+    int V = spec.vocab_size, P = 3 * spec.sliding_window + 5, N = 24;
+    int32_t *tok = malloc(sizeof(int32_t) * (P + N));
+    srand(17);
+    tok[0] = 1;
+    for (int i = 1; i < P; i++) tok[i] = rand() % V;
+    /* prompt logits, all rows */
+    float *a = eval_steps(cpu, tok, P, P, 64), *b = eval_steps(gpu, tok, P, P, 64);
+    if (a && b) {
+        float mx = max_abs(a, (size_t)P * V), d = max_diff(a, b, (size_t)P * V);
+        printf("  info: %s prompt of %d: max |gpu - cpu| %.3g = %.2g of max |cpu| %.3g\n", name, P, d,
+               d / mx, mx);
+        CHECK(d <= 2e-2f * (mx > 1 ? mx : 1), "%s: prompt logits differ by %g (max %g)", name, d, mx);
+    }
+    free(a), free(b);
+    /* greedy generation on each backend, its own choices fed back */
+    int32_t seq[2][64];
+    for (int k = 0; k < 2; k++) {
+        glim_model *m = k ? gpu : cpu;
+        glim_session_params sp = {P + N + 4, 16};
+        glim_session *s = NULL;
+        float *lg = malloc(sizeof(float) * V);
+        if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) {
+            CHECK(0, "session: %s", err.message);
+            free(lg);
+            continue;
+        }
+        glim_status e = glim_eval(s, tok, P, 0, GLIM_LOGITS_LAST, lg, V, &err);
+        for (int i = 0; e == GLIM_OK && i < N; i++) {
+            seq[k][i] = argmax(lg, V);
+            e = glim_eval(s, &seq[k][i], 1, P + i, GLIM_LOGITS_LAST, lg, V, &err);
+        }
+        CHECK(e == GLIM_OK, "%s greedy on %s: %s", name, k ? "cuda" : "cpu", err.message);
+        glim_session_free(s);
+        free(lg);
+    }
+    int same = 0;
+    while (same < N && seq[0][same] == seq[1][same]) same++;
+    printf("  info: %s greedy: %d of %d tokens equal\n", name, same, N);
+    CHECK(same == N, "%s: greedy GPU diverges from CPU at step %d (%d vs %d)", name, same,
+          same < N ? seq[1][same] : -1, same < N ? seq[0][same] : -1);
+    glim_model_close(cpu);
+    glim_model_close(gpu);
+    free(tok);
+}
+
+static void random_hf_bf16(void) {
+    NEED_GPU();
+    random_vs_cpu("hf", glim_synth_tiny());
+}
+static void random_mlx4(void) {
+    NEED_GPU();
+    glim_synth_spec s = glim_synth_tiny();
+    s.bits = 4;
+    s.group_size = 32;
+    s.seed = 99;
+    random_vs_cpu("mlx4", s);
+}
+static void random_mlx8_wide(void) {
+    NEED_GPU();
+    glim_synth_spec s = glim_synth_tiny();
+    s.bits = 8;
+    s.group_size = 64;
+    s.hidden_size = 256;
+    s.intermediate_size = 384;
+    s.n_heads = 16;
+    s.n_kv_heads = 1;
+    s.head_dim = 64;
+    s.sliding_window = 16;
+    s.seed = 7;
+    random_vs_cpu("mlx8", s);
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int main(void) {
+    const char *vd = getenv("GLIM_VECTORS_DIR");
+    snprintf(g_root, sizeof g_root, "%.500s", vd && *vd ? vd : "tests/vectors");
+    static char names[64][128];
+    int nn = 0;
+    DIR *d = opendir(g_root);
+    struct dirent *de;
+    while (d && (de = readdir(d)) && nn < 64) {
+        char p[1400];
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof names[0]) continue;
+        snprintf(p, sizeof p, "%s/%s/reference.safetensors", g_root, de->d_name);
+        if (is_file(p)) strcpy(names[nn++], de->d_name);
+    }
+    if (d) closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], cmp_names);
+    for (int i = 0; i < nn; i++) {
+        memcpy(g_fixture, names[i], sizeof g_fixture);
+        printf("  fixture %s\n", g_fixture);
+        RUN(fixture_kv32);
+        RUN(fixture_kv_bf16);
+    }
+    if (!mkdtemp(tmp_root)) {
+        printf("FAIL mkdtemp\n");
+        return 1;
+    }
+    RUN(random_hf_bf16);
+    RUN(random_mlx4);
+    RUN(random_mlx8_wide);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
+    return CHECK_DONE();
+}
+#else
+static void cuda_forward(void) {
+    const char *r = getenv("GLIM_REQUIRE_CUDA");
+    if (r && !strcmp(r, "1")) {
+        CHECK(0, "GLIM_REQUIRE_CUDA=1 but this build has no CUDA backend (nvcc missing)");
+        return;
+    }
+    SKIP("built without CUDA");
+}
+int main(void) {
+    RUN(cuda_forward);
+    return CHECK_DONE();
+}
+#endif
