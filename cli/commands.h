@@ -17,5 +17,6 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_steer_extract(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

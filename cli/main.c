@@ -15,6 +15,7 @@ static const glim_command commands[] = {
     {"steer-extract", "difference-of-means steering directions -> control-vector GGUF",
      cmd_steer_extract},
     {"capture", "stream the residual stream of many prompts to a safetensors file", cmd_capture},
+    {"bench", "decode/prefill speed on the GPU against the memory-bandwidth floor", cmd_bench},
 };
 
 static void usage(FILE *f) {
