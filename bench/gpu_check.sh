@@ -3,8 +3,10 @@
 # build (with the carried -dev packages), the GPU tests (GLIM_REQUIRE_CUDA=1), compute-sanitizer
 # (memcheck, racecheck, synccheck) on a decode of a few tokens, and `glimmer bench --synthetic`.
 # Logs go to $OUT (default ./gpu_check_out): build.log, tests.log, sanitizer.log, bench.md,
-# summary.txt. Usage: bench/gpu_check.sh [STEP...]   steps: tests sanitize quick bench variants
-# (default: tests sanitize bench variants; quick = a 2-layer bench). The build always runs.
+# summary.txt, ncu.txt. Usage: bench/gpu_check.sh [STEP...]
+# steps: tests sanitize quick bench variants profile ncu (default: tests sanitize bench variants
+# profile; quick = a 2-layer bench; ncu = Nsight Compute on a few matvec launches). The build
+# always runs.
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -22,7 +24,7 @@ if ! scripts/device_build.sh >"$OUT/build.log" 2>&1; then
 fi
 say "build ok ($(($(date +%s) - t0)) s)"
 
-STEPS=${*:-tests sanitize bench variants}
+STEPS=${*:-tests sanitize bench variants profile}
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -66,8 +68,18 @@ if has bench; then
     t0=$(date +%s)
     V=""
     has variants && V=--variants
+    has profile && V="$V --profile"
     timeout 300 build/glimmer bench --synthetic $V --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
+fi
+if has ncu; then
+    t0=$(date +%s)
+    timeout 240 ncu --clock-control none --kernel-name regex:k_mv --launch-skip 12 --launch-count 4 \
+        --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+        --section MemoryWorkloadAnalysis \
+        build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >"$OUT/ncu.txt" 2>&1
+    say "ncu rc=$? ($(($(date +%s) - t0)) s)"
+    grep -E "k_mv|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|One or More" "$OUT/ncu.txt" | head -60 >>"$S"
 fi
 tail -5 "$OUT/bench.log" >>"$S" 2>/dev/null
 cat "$OUT/bench.md" | tee -a "$S"

@@ -24,7 +24,7 @@
 
 typedef struct bench_opts {
     const char *dir;
-    int synthetic, layers, n_decode, prompt, variants, bits, group;
+    int synthetic, layers, n_decode, prompt, variants, bits, group, profile;
     const char *out;
 } bench_opts;
 
@@ -40,6 +40,7 @@ static void bench_help(void) {
            "  -n N               decode tokens timed per context (default 64)\n"
            "  --prompt N         prefill length (default 2048; 0 skips)\n"
            "  --variants         also time decode at context 0 with each speed switch off\n"
+           "  --profile          also time each kind of kernel alone (GB/s of the matvecs)\n"
            "  --out FILE         append the result table to FILE\n");
 }
 
@@ -175,6 +176,24 @@ static int run_bench(const bench_opts *o) {
     }
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
+    if (o->profile) {
+        float *lg = malloc(sizeof(float) * vocab);
+        int32_t t1 = 1;
+        gcu_prof_row rows[16];
+        int n = 0;
+        if (gcu_forward(s, &t1, 1, 0, GLIM_LOGITS_LAST, lg, &err) == GLIM_OK)
+            n = gcu_profile(s, 0, rows, 16, &err);
+        emit(out, "| kernel alone (no PDL), median of 20 | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
+        for (int i = 0; i < n; i++) {
+            if (rows[i].bytes > 0)
+                emit(out, "| %s | %.1f | %.0f | %.1f%% |\n", rows[i].name, rows[i].ms * 1e3,
+                     rows[i].bytes / (rows[i].ms * 1e-3) / 1e9, 100.0 * rows[i].bytes / (rows[i].ms * 1e-3) / bw);
+            else
+                emit(out, "| %s | %.1f | | |\n", rows[i].name, rows[i].ms * 1e3);
+        }
+        emit(out, "\n");
+        free(lg);
+    }
     for (int k = 0; k < 3; k++) {
         int pos = ctxs[k];
         if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
@@ -237,7 +256,7 @@ static int run_bench(const bench_opts *o) {
 int cmd_bench(int argc, char **argv) {
     glim_args a;
     args_init(&a, CMD, argc, argv);
-    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, NULL};
+    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, NULL};
     while (args_next(&a)) {
         if (args_help(&a)) {
             bench_help();
@@ -258,6 +277,8 @@ int cmd_bench(int argc, char **argv) {
             args_int(&a, &o.prompt, 0, 32768);
         } else if (args_switch(&a, "--variants")) {
             o.variants = 1;
+        } else if (args_switch(&a, "--profile")) {
+            o.profile = 1;
         } else if (args_flag(&a, "--out", NULL)) {
             o.out = a.val;
         } else if (!a.err) {

@@ -68,6 +68,14 @@ uint64_t gcu_kv_bytes_read(const gcu_model *m, int pos);
 /* Device time (ms) of the last forward, measured with events around its kernels. */
 double gcu_session_last_gpu_ms(const gcu_session *s);
 
+/* Bench helper: device time of each kind of kernel launched alone (no PDL), median of 20, on
+ * the session's buffers at position pos (run one forward first). Returns the rows filled. */
+typedef struct gcu_prof_row {
+    char name[64];
+    double ms, bytes; /* bytes: weights streamed, 0 when not a matrix */
+} gcu_prof_row;
+int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err);
+
 /* Device-to-device copy bandwidth in bytes/s (bytes read + bytes written), median of reps
  * copies of `bytes` bytes. */
 glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error *err);

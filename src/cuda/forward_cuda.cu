@@ -380,7 +380,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     int np = nf < 8 ? nf : 8, G = g->H / g->Hkv;
     size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
     p.att = (a1 > a2 ? a1 : a2) * 4;
-    p.mv = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps);
+    p.mv = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
     return p;
 }
 
@@ -497,7 +497,7 @@ static glim_status mv(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs,
     c.cap = g->softcap;
     c.partial = s->mv_part;
     c.counters = s->mv_cnt;
-    c.smem = 1;
+    c.smem = !s->x_global;
     c.pf_units = g->opt.pf_units;
     c.bps = g->opt.bps;
     c.pdl = g->opt.pdl;
@@ -682,6 +682,111 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
 }
 
 extern "C" double gcu_session_last_gpu_ms(const gcu_session *s) { return s->last_ms; }
+
+/* ---- isolated kernel timings (bench --profile) ------------------------------------------- */
+
+typedef glim_status (*prof_fn)(gcu_session *s, const void *ctx, glim_error *err);
+typedef struct prof_mv { const gcu_mat *M; const __nv_bfloat16 *xs; const float *xsum; int epi; float *out; int ld, rows; } prof_mv;
+static glim_status prof_run_mv(gcu_session *s, const void *ctx, glim_error *err) {
+    const prof_mv *p = (const prof_mv *)ctx;
+    return mv(s, p->M, p->xs, p->xsum, 1, p->epi, p->out, p->ld, p->rows, err);
+}
+static glim_status prof_run_stage_h(gcu_session *s, const void *ctx, glim_error *err) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[0];
+    return stage(s, GCU_ST_RESID, 1, g->hidden, s->h, s->oout, y->w_post_attn, g->post_eps,
+                 GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err);
+}
+static glim_status prof_run_stage_i(gcu_session *s, const void *ctx, glim_error *err) {
+    const gcu_model *g = s->m;
+    return stage(s, GCU_ST_PLAIN, 1, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
+                 &g->layer[0].down.f, s->xs_i, s->xsum_i, err);
+}
+static glim_status prof_run_attn(gcu_session *s, const void *ctx, glim_error *err) {
+    return attention(s, *(const int *)ctx, 1, err);
+}
+
+/* Median device ms of reps launches of fn (each between its own pair of events). */
+static double prof_time(gcu_session *s, prof_fn fn, const void *ctx, int reps, glim_error *err) {
+    float ms[64];
+    if (reps > 64) reps = 64;
+    for (int i = -2; i < reps; i++) {
+        cudaEventRecord(s->ev0, s->st);
+        if (fn(s, ctx, err) != GLIM_OK) return -1;
+        cudaEventRecord(s->ev1, s->st);
+        if (cudaEventSynchronize(s->ev1) != cudaSuccess) return -1;
+        if (i >= 0) cudaEventElapsedTime(&ms[i], s->ev0, s->ev1);
+    }
+    for (int i = 1; i < reps; i++)
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            float t = ms[j];
+            ms[j] = ms[j - 1];
+            ms[j - 1] = t;
+        }
+    return ms[reps / 2];
+}
+
+extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
+    gcu_model *g = s->m;
+    gcu_options keep = g->opt;
+    int n = 0, qr = qkvg_rows(g);
+    g->opt.pdl = 0; /* isolated: no overlap with a neighbour */
+    s->h_step[0] = pos;
+    s->h_step[1] = 1;
+    cudaMemcpy(s->d_step, s->h_step, 8, cudaMemcpyHostToDevice);
+    const gcu_layer *y = &g->layer[0];
+    prof_mv mvs[5] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
+                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
+                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
+                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden},
+                      {&g->head, s->xs_h, s->xsum_h, GCU_EPI_SOFTCAP, s->logits, g->vocab, g->vocab}};
+    const char *names[5] = {"matvec qkvg", "matvec o_proj", "matvec gate/up+swiglu", "matvec down", "matvec lm_head+softcap"};
+    for (int k = 0; k < 5 && n < max; k++, n++) {
+        snprintf(rows[n].name, sizeof rows[n].name, "%s", names[k]);
+        rows[n].bytes = (double)mvs[k].M->bytes;
+        rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 20, err);
+    }
+    struct { const char *name; int pf, smem_off, bps; } var[4] = {
+        {"gate/up, no L2 prefetch", 0, 0, 1}, {"gate/up, L2 prefetch 32", 32, 0, 1},
+        {"gate/up, x from global", 8, 1, 1}, {"gate/up, 2 blocks/SM", 8, 0, 2}};
+    for (int k = 0; k < 4 && n < max; k++, n++) {
+        g->opt.pf_units = var[k].pf;
+        g->opt.bps = var[k].bps;
+        prof_mv p = mvs[2];
+        snprintf(rows[n].name, sizeof rows[n].name, "%s", var[k].name);
+        rows[n].bytes = (double)p.M->bytes;
+        s->x_global = var[k].smem_off;
+        rows[n].ms = prof_time(s, prof_run_mv, &p, 20, err);
+        s->x_global = 0;
+        g->opt = keep;
+        g->opt.pdl = 0;
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "stage: residual + 2 norms, K %d", g->hidden);
+        rows[n].bytes = 0;
+        rows[n++].ms = prof_time(s, prof_run_stage_h, NULL, 20, err);
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "stage: SwiGLU output, K %d", g->inter);
+        rows[n].bytes = 0;
+        rows[n++].ms = prof_time(s, prof_run_stage_i, NULL, 20, err);
+    }
+    int lf = -1, ls = -1;
+    for (int l = 0; l < g->L; l++) {
+        if (g->is_full[l] && lf < 0) lf = l;
+        if (!g->is_full[l] && ls < 0) ls = l;
+    }
+    int which[2] = {ls, lf};
+    for (int k = 0; k < 2 && n < max; k++) {
+        if (which[k] < 0) continue;
+        snprintf(rows[n].name, sizeof rows[n].name, "attention (%s layer) at position %d",
+                 k ? "full" : "sliding", pos);
+        rows[n].bytes = 0;
+        rows[n++].ms = prof_time(s, prof_run_attn, &which[k], 20, err);
+    }
+    g->opt = keep;
+    return n;
+}
 
 /* ---- the glim_backend --------------------------------------------------------------------- */
 

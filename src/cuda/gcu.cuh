@@ -220,12 +220,13 @@ __device__ __forceinline__ void gcu_mma(float d[4], uint32_t a0, uint32_t a1, ui
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* Two nibbles (k and k+4 of word w, k = 0..3) as a bf16 pair of exact integers 0..15:
- * OR-ing a nibble into the mantissa of 128.0 gives 128+q exactly; one fma removes the 128. */
+/* Two nibbles (k and k+4 of word w, k = 0..3) as a bf16 pair of exact integers q-8 in -8..7:
+ * OR-ing a nibble into the mantissa of 128.0 gives 128+q exactly; one fma subtracts 136.
+ * Centring on 8 keeps scale*sum((q-8)x) and (bias+8*scale)*sum(x) from cancelling. */
 __device__ __forceinline__ uint32_t gcu_nib2(uint32_t w, int k) {
     uint32_t v = ((w >> (4 * k)) & 0x000F000Fu) | 0x43004300u;
     uint32_t r;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(0x3F803F80u), "r"(0xC300C300u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
     return r;
 }
 

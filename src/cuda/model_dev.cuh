@@ -44,6 +44,7 @@ struct gcu_session {
     int graph_state; /* 0 not captured, 1 ready, -1 capture failed */
     cudaEvent_t ev0, ev1;
     double last_ms;
+    int x_global; /* profiling: matvecs read x from global memory instead of shared */
 };
 
 /* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */

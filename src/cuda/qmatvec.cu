@@ -4,7 +4,8 @@
  * Tensor cores (mma m16n8k16, bf16 in, fp32 accumulate) do the dot products: A = 16 weight rows
  * (4-bit values as exact small integers, or dense bf16), B = the staged input, two columns per
  * token (hi and lo bf16 parts, so x keeps 16 bits of mantissa). For MLX weights each mma covers
- * one scale group; per group  y += scale * (q . x) + bias * sum(x).
+ * one scale group; per group  y += scale * ((q-8) . x) + (bias + 8 scale) * sum(x) (each nibble is
+ * centred on 8, so 8-bit values on 8 + 16*8 = 136).
  *
  * Work split ("stream-K"): the units (row block, span) of the tiled matrix are dealt out as
  * equal contiguous ranges, one per warp of a persistent grid, so every SM streams the same
@@ -29,7 +30,8 @@ struct MvArgs {
     float2 *partial;
     int *counters;
     int pf;
-    int cs; /* shared-memory column stride in bf16 (SMEM variant) */
+    int cs;     /* shared-memory column stride in bf16 (SMEM variant) */
+    float qoff; /* the centring the A values carry: 8 (4-bit), 8 + 16*8 = 136 (8-bit) */
 };
 
 __device__ __forceinline__ uint64_t mv_policy() {
@@ -254,8 +256,9 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
                             bh = gcu_bf16hi(s.sb[PPS + pc]);
                         }
                         float X = tok < a.T ? xsum[((size_t)tok * a.nspan + sp) * PPS + pc] : 0.0f;
-                        acc[nb][0] += sg * (d[0] + d[1]) + bg * X;
-                        acc[nb][1] += sh * (d[2] + d[3]) + bh * X;
+                        /* each nibble was centred on 8: w = s*q + b = s*(q - qoff) + (b + qoff*s) */
+                        acc[nb][0] += sg * (d[0] + d[1]) + fmaf(a.qoff, sg, bg) * X;
+                        acc[nb][1] += sh * (d[2] + d[3]) + fmaf(a.qoff, sh, bh) * X;
                     }
                 }
             } else {
@@ -370,6 +373,7 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     a.counters = c->counters;
     a.pf = c->pf_units;
     a.cs = cs;
+    a.qoff = m->f.bits == 8 ? 136.0f : 8.0f;
     void *args[] = {&a};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(GCU_MV_WARPS * 32), smem, st,
                                 c->pdl, args),
