@@ -72,6 +72,11 @@ if has bench; then
     timeout 300 build/glimmer bench --synthetic $V --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
 fi
+if has sass; then
+    cuobjdump --dump-sass --function '_Z4k_mvILi1ELb1ELi0ELi2ELb0EEv6MvArgs' build/src/cuda/qmatvec.o >"$OUT/sass.txt" 2>&1
+    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_mv<1,smem,Q,2,bf16>; top opcodes:"
+    grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z0-9_.]+' "$OUT/sass.txt" | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 >>"$S"
+fi
 if has ncu; then
     t0=$(date +%s)
     timeout 240 ncu --clock-control none --kernel-name regex:k_mv --launch-skip 12 --launch-count 4 \
