@@ -9,7 +9,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-OPT     ?= -O2
+OPT     ?= -O3
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $(OPT) -g -pthread \
            -Iinclude -Isrc
 LDLIBS  += -ljansson -lpcre2-8 -lm -pthread

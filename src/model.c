@@ -266,6 +266,26 @@ void glim_matrix_row_range_f32(const glim_matrix *m, int64_t r, int64_t c0, int6
     int bits = m->bits, G = m->group_size;
     int64_t words = C * bits / 32, groups = C / G;
     const uint8_t *row = (const uint8_t *)((const uint32_t *)m->data + (size_t)r * (size_t)words);
+    if ((bits == 4 || bits == 8) && c0 % G == 0 && n % G == 0) {
+        /* the common widths, a whole group at a time: byte k holds elements 2k (low nibble) and
+         * 2k+1 (high nibble) at 4 bits, element k at 8 bits */
+        for (int64_t g = c0 / G; g < (c0 + n) / G; g++) {
+            float scale = glim_load_f32(m->scales, m->dtype, (size_t)(r * groups + g));
+            float bias = glim_load_f32(m->biases, m->dtype, (size_t)(r * groups + g));
+            float *o = out + (g * G - c0);
+            if (bits == 4) {
+                const uint8_t *p = row + g * G / 2;
+                for (int i = 0; i < G / 2; i++) {
+                    o[2 * i] = scale * (float)(p[i] & 15) + bias;
+                    o[2 * i + 1] = scale * (float)(p[i] >> 4) + bias;
+                }
+            } else {
+                const uint8_t *p = row + g * G;
+                for (int i = 0; i < G; i++) o[i] = scale * (float)p[i] + bias;
+            }
+        }
+        return;
+    }
     uint64_t row_bytes = (uint64_t)words * 4;
     uint32_t mask = (1u << bits) - 1;
     float scale = 0, bias = 0;
