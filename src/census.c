@@ -14,6 +14,7 @@
 #include "model.h"
 #include "safetensors.h"
 #include "session.h"
+#include "textbuf.h"
 
 #define DEFAULT_TOP_K 32
 
@@ -298,59 +299,23 @@ static glim_status write_safetensors(const glim_census_view *v, const char *path
 }
 
 glim_status glim_session_census_write(const glim_session *s, const char *path, glim_error *err) {
-    glim_census_view v;
+    glim_census_view v = {0};
     glim_status st = glim_session_census_view(s, &v, err);
     if (st) return st;
     if (!path) return glim_fail(err, GLIM_E_ARG, "census: no output path");
     return ends_with(path, ".json") ? write_json(&v, path, err) : write_safetensors(&v, path, err);
 }
 
-/* A growing text buffer for the summary. */
-typedef struct tbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} tbuf;
-
-static void tprintf(tbuf *b, const char *fmt, ...) GLIM_PRINTF(2, 3);
-static void tprintf(tbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)n;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-}
-
 glim_status glim_session_census_summary(const glim_session *s, int top_n, char **text,
                                         glim_error *err) {
-    glim_census_view v;
+    glim_census_view v = {0};
     glim_status st = glim_session_census_view(s, &v, err);
     if (st) return st;
     if (top_n < 0 || top_n > 64) return glim_fail(err, GLIM_E_ARG, "census: top_n %d outside 0..64", top_n);
     if (top_n > v.inter) top_n = v.inter;
-    tbuf b = {malloc(4096), 0, 4096, 0};
+    textbuf b = {0};
     int32_t best[64];
-    if (!b.p) return glim_fail(err, GLIM_E_NOMEM, "census: no memory");
-    b.p[0] = 0;
-    tprintf(&b, "FFN census: %llu decode tokens, %llu prefill tokens (%llu chunks without a head); "
+    textbuf_printf(&b, "FFN census: %llu decode tokens, %llu prefill tokens (%llu chunks without a head); "
             "top-K %d\n", (unsigned long long)v.decode_tokens, (unsigned long long)v.prefill_tokens,
             (unsigned long long)v.prefill_passes, v.top_k);
     double ov_all = 0;
@@ -369,19 +334,19 @@ glim_status glim_session_census_summary(const glim_session *s, int top_n, char *
         }
         if (v.overlap_n[l]) {
             double o = v.overlap_sum[l] / (double)v.overlap_n[l];
-            tprintf(&b, "layer %3d: top-%d overlap %.3f (%llu pairs)", l, v.top_k, o,
+            textbuf_printf(&b, "layer %3d: top-%d overlap %.3f (%llu pairs)", l, v.top_k, o,
                     (unsigned long long)v.overlap_n[l]);
             ov_all += o;
             ov_layers++;
         } else {
-            tprintf(&b, "layer %3d: top-%d overlap n/a (no consecutive decode tokens)", l, v.top_k);
+            textbuf_printf(&b, "layer %3d: top-%d overlap n/a (no consecutive decode tokens)", l, v.top_k);
         }
-        if (v.nonfinite[l]) tprintf(&b, ", %llu non-finite", (unsigned long long)v.nonfinite[l]);
-        if (top_n) tprintf(&b, "; top neurons by mean |act|:");
-        for (int i = 0; i < nb; i++) tprintf(&b, " %d (%.4g)", best[i], m[best[i]] / dt);
-        tprintf(&b, "\n");
+        if (v.nonfinite[l]) textbuf_printf(&b, ", %llu non-finite", (unsigned long long)v.nonfinite[l]);
+        if (top_n) textbuf_printf(&b, "; top neurons by mean |act|:");
+        for (int i = 0; i < nb; i++) textbuf_printf(&b, " %d (%.4g)", best[i], m[best[i]] / dt);
+        textbuf_printf(&b, "\n");
     }
-    if (ov_layers) tprintf(&b, "mean top-%d overlap over %d layers: %.3f\n", v.top_k, ov_layers,
+    if (ov_layers) textbuf_printf(&b, "mean top-%d overlap over %d layers: %.3f\n", v.top_k, ov_layers,
                            ov_all / ov_layers);
     if (b.oom) {
         free(b.p);

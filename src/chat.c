@@ -26,14 +26,14 @@ typedef struct span {
 } span;
 
 typedef struct render {
-    chat_buf text;
+    textbuf text;
     span *specials;
     size_t n_specials, cap;
     glim_error *err;
     glim_status st;
 } render;
 
-static void tx(render *r, const char *s) { cb_str(&r->text, s ? s : ""); }
+static void tx(render *r, const char *s) { textbuf_str(&r->text, s ? s : ""); }
 
 static void sp(render *r, const char *special) {
     if (r->n_specials == r->cap) {
@@ -47,7 +47,7 @@ static void sp(render *r, const char *special) {
         r->cap = cap;
     }
     r->specials[r->n_specials++] = (span){r->text.n, strlen(special)};
-    cb_str(&r->text, special);
+    textbuf_str(&r->text, special);
 }
 
 static void fail(render *r, glim_status code, const char *msg, int index) {
@@ -174,7 +174,7 @@ static void system_block(render *r, const glim_chat_message *m, int n, const gli
     for (int i = 0; i < o->n_tools; i++) {
         if (first_with_namespace(o->tools, i) != i) continue;
         tx(r, ", \"");
-        cb_add(&r->text, o->tools[i].name, namespace_len(o->tools[i].name));
+        textbuf_add(&r->text, o->tools[i].name, namespace_len(o->tools[i].name));
         tx(r, ".*\"");
     }
     tx(r, ", \"user\".");
@@ -204,7 +204,7 @@ static void tool_call(render *r, const glim_tool_call *c, int index) {
         tx(r, "<atem:parameter name=\"");
         tx(r, key);
         tx(r, "\">");
-        if (json_is_string(v)) cb_add(&r->text, json_string_value(v), json_string_length(v)); /* raw */
+        if (json_is_string(v)) textbuf_add(&r->text, json_string_value(v), json_string_length(v)); /* raw */
         else chat_json_dump(v, 0, &r->text);
         tx(r, "</atem:parameter>\n");
     }
@@ -292,7 +292,7 @@ static glim_status do_render(render *r, const glim_chat_message *m, int n, const
         tx(r, "assistant");
     }
     if (!r->st && r->text.oom) r->st = glim_fail(r->err, GLIM_E_NOMEM, "chat: out of memory rendering");
-    if (!r->st && !r->text.p) cb_add(&r->text, "", 0);
+    if (!r->st && !r->text.p) textbuf_add(&r->text, "", 0);
     return r->st;
 }
 
@@ -304,7 +304,7 @@ glim_status glim_chat_render(const glim_chat_message *messages, int n, const gli
     glim_status s = do_render(&r, messages, n, opt);
     free(r.specials);
     if (s) {
-        cb_free(&r.text);
+        textbuf_free(&r.text);
         return s;
     }
     *out = r.text.p;
@@ -335,6 +335,6 @@ glim_status glim_chat_tokenize(const glim_tokenizer *tok, const glim_chat_messag
         pos = end + r.specials[k].len;
     }
     free(r.specials);
-    cb_free(&r.text);
+    textbuf_free(&r.text);
     return s;
 }

@@ -8,19 +8,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-typedef struct chat_buf {
-    char *p; /* always NUL-terminated once anything was added */
-    size_t n, cap;
-    int oom; /* an allocation failed: the content is incomplete */
-} chat_buf;
+#include "textbuf.h"
 
-void cb_add(chat_buf *b, const char *s, size_t n);
-void cb_str(chat_buf *b, const char *s);
-void cb_free(chat_buf *b);
 /* Appends s[0..n) with every invalid UTF-8 sequence replaced by U+FFFD. */
-void cb_add_lossy(chat_buf *b, const char *s, size_t n);
+void cb_add_lossy(textbuf *b, const char *s, size_t n);
 
 /* Appends v as JSON. compact = 0: Python json.dumps style; 1: no spaces. */
-void chat_json_dump(const json_t *v, int compact, chat_buf *out);
+void chat_json_dump(const json_t *v, int compact, textbuf *out);
 
 #endif

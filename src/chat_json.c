@@ -1,4 +1,4 @@
-/* chat_json.c: the byte buffer and the Python-json.dumps-style JSON writer of chat.h. */
+/* chat_json.c: lossy UTF-8 appends and the Python-json.dumps-style JSON writer of chat.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,32 +6,7 @@
 
 #include "chat.h"
 
-void cb_add(chat_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-void cb_str(chat_buf *b, const char *s) { cb_add(b, s, strlen(s)); }
-
-void cb_free(chat_buf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
-
-void cb_add_lossy(chat_buf *b, const char *s, size_t n) {
+void cb_add_lossy(textbuf *b, const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t run = 0, i = 0;
     while (i < n) {
@@ -51,16 +26,16 @@ void cb_add_lossy(chat_buf *b, const char *s, size_t n) {
             i += (size_t)need;
             continue;
         }
-        cb_add(b, s + run, i - run);
-        cb_add(b, "\xEF\xBF\xBD", 3);
+        textbuf_add(b, s + run, i - run);
+        textbuf_add(b, "\xEF\xBF\xBD", 3);
         i += (size_t)j; /* one U+FFFD per maximal ill-formed part */
         run = i;
     }
-    cb_add(b, s + run, n - run);
+    textbuf_add(b, s + run, n - run);
 }
 
-static void dump_string(const char *s, size_t n, chat_buf *out) {
-    cb_add(out, "\"", 1);
+static void dump_string(const char *s, size_t n, textbuf *out) {
+    textbuf_add(out, "\"", 1);
     size_t run = 0; /* bytes copied verbatim in one go */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -81,20 +56,20 @@ static void dump_string(const char *s, size_t n, chat_buf *out) {
             }
         }
         if (!esc) continue;
-        cb_add(out, s + run, i - run);
-        cb_str(out, esc);
+        textbuf_add(out, s + run, i - run);
+        textbuf_str(out, esc);
         run = i + 1;
     }
-    cb_add(out, s + run, n - run);
-    cb_add(out, "\"", 1);
+    textbuf_add(out, s + run, n - run);
+    textbuf_add(out, "\"", 1);
 }
 
 /* Python's repr of a float: the shortest digits that read back to the same double, fixed
  * notation for exponents -4..15 (with ".0" when integral), else d.ddde+XX. */
-static void dump_real(double v, chat_buf *out) {
+static void dump_real(double v, textbuf *out) {
     char tmp[64];
     if (!isfinite(v)) {
-        cb_str(out, isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+        textbuf_str(out, isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
         return;
     }
     int p = 1;
@@ -104,7 +79,7 @@ static void dump_real(double v, chat_buf *out) {
     }
     /* tmp = [-]d[.ddd]e[+-]XX */
     const char *s = tmp;
-    if (*s == '-') cb_add(out, s++, 1);
+    if (*s == '-') textbuf_add(out, s++, 1);
     char digits[32];
     int nd = 0;
     for (; *s && *s != 'e'; s++)
@@ -113,27 +88,27 @@ static void dump_real(double v, chat_buf *out) {
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     if (e >= -4 && e < 16) {
         if (e < 0) {
-            cb_str(out, "0.");
-            for (int i = 0; i < -e - 1; i++) cb_add(out, "0", 1);
-            cb_add(out, digits, (size_t)nd);
+            textbuf_str(out, "0.");
+            for (int i = 0; i < -e - 1; i++) textbuf_add(out, "0", 1);
+            textbuf_add(out, digits, (size_t)nd);
         } else {
-            for (int i = 0; i <= e; i++) cb_add(out, i < nd ? &digits[i] : "0", 1);
-            cb_add(out, ".", 1);
-            if (nd > e + 1) cb_add(out, digits + e + 1, (size_t)(nd - e - 1));
-            else cb_add(out, "0", 1);
+            for (int i = 0; i <= e; i++) textbuf_add(out, i < nd ? &digits[i] : "0", 1);
+            textbuf_add(out, ".", 1);
+            if (nd > e + 1) textbuf_add(out, digits + e + 1, (size_t)(nd - e - 1));
+            else textbuf_add(out, "0", 1);
         }
         return;
     }
-    cb_add(out, digits, 1);
+    textbuf_add(out, digits, 1);
     if (nd > 1) {
-        cb_add(out, ".", 1);
-        cb_add(out, digits + 1, (size_t)(nd - 1));
+        textbuf_add(out, ".", 1);
+        textbuf_add(out, digits + 1, (size_t)(nd - 1));
     }
     snprintf(tmp, sizeof tmp, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
-    cb_str(out, tmp);
+    textbuf_str(out, tmp);
 }
 
-void chat_json_dump(const json_t *v, int compact, chat_buf *out) {
+void chat_json_dump(const json_t *v, int compact, textbuf *out) {
     char num[32];
     const char *comma = compact ? "," : ", ", *colon = compact ? ":" : ": ";
     switch (json_typeof(v)) {
@@ -141,36 +116,36 @@ void chat_json_dump(const json_t *v, int compact, chat_buf *out) {
         const char *key;
         json_t *val;
         int first = 1;
-        cb_add(out, "{", 1);
+        textbuf_add(out, "{", 1);
         json_object_foreach((json_t *)v, key, val) {
-            if (!first) cb_str(out, comma);
+            if (!first) textbuf_str(out, comma);
             first = 0;
             dump_string(key, strlen(key), out);
-            cb_str(out, colon);
+            textbuf_str(out, colon);
             chat_json_dump(val, compact, out);
         }
-        cb_add(out, "}", 1);
+        textbuf_add(out, "}", 1);
         break;
     }
     case JSON_ARRAY: {
         size_t i;
         json_t *val;
-        cb_add(out, "[", 1);
+        textbuf_add(out, "[", 1);
         json_array_foreach((json_t *)v, i, val) {
-            if (i) cb_str(out, comma);
+            if (i) textbuf_str(out, comma);
             chat_json_dump(val, compact, out);
         }
-        cb_add(out, "]", 1);
+        textbuf_add(out, "]", 1);
         break;
     }
     case JSON_STRING: dump_string(json_string_value(v), json_string_length(v), out); break;
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        cb_str(out, num);
+        textbuf_str(out, num);
         break;
     case JSON_REAL: dump_real(json_real_value(v), out); break;
-    case JSON_TRUE: cb_str(out, "true"); break;
-    case JSON_FALSE: cb_str(out, "false"); break;
-    case JSON_NULL: cb_str(out, "null"); break;
+    case JSON_TRUE: textbuf_str(out, "true"); break;
+    case JSON_FALSE: textbuf_str(out, "false"); break;
+    case JSON_NULL: textbuf_str(out, "null"); break;
     }
 }

@@ -24,7 +24,7 @@
 typedef struct pmsg {
     glim_chat_channel channel;
     char recipient[MAX_HEADER + 1];
-    chat_buf text;
+    textbuf text;
 } pmsg;
 
 typedef enum pstate { P_HEADER, P_CONTENT, P_BETWEEN, P_DONE } pstate;
@@ -35,11 +35,11 @@ struct glim_chat_parser {
     int n_tools;
     int32_t id_start, id_message, id_eom, id_eot, id_eos;
     pstate state;
-    chat_buf header;
+    textbuf header;
     pmsg *msgs;
     int n_msgs, cap;
     glim_stream_decoder *dec;
-    chat_buf out; /* the text of the current delta */
+    textbuf out; /* the text of the current delta */
     int stopped, malformed;
     char problem[256];
 };
@@ -76,10 +76,10 @@ glim_chat_parser *glim_chat_parser_new(const glim_tokenizer *tok, const glim_cha
 
 void glim_chat_parser_free(glim_chat_parser *p) {
     if (!p) return;
-    for (int i = 0; i < p->n_msgs; i++) cb_free(&p->msgs[i].text);
+    for (int i = 0; i < p->n_msgs; i++) textbuf_free(&p->msgs[i].text);
     free(p->msgs);
-    cb_free(&p->header);
-    cb_free(&p->out);
+    textbuf_free(&p->header);
+    textbuf_free(&p->out);
     glim_stream_decoder_free(p->dec);
     free(p);
 }
@@ -136,7 +136,7 @@ static pmsg *open_from_header(glim_chat_parser *p) {
 static void close_message(glim_chat_parser *p) {
     size_t n;
     const char *t = glim_stream_decoder_flush(p->dec, &n);
-    cb_add(&p->out, t, n);
+    textbuf_add(&p->out, t, n);
     if (p->state == P_CONTENT) p->state = P_BETWEEN;
 }
 
@@ -195,12 +195,12 @@ int glim_chat_parser_push(glim_chat_parser *p, int32_t id, glim_chat_delta *delt
         if (!bytes) {
             flag(&p->malformed, p->problem, "token id %d is not in the vocabulary", id);
         } else if (p->state == P_HEADER) {
-            cb_add(&p->header, bytes, n);
+            textbuf_add(&p->header, bytes, n);
             if (p->header.n > MAX_HEADER) { /* no <|message|> coming: take it as the answer */
                 flag(&p->malformed, p->problem, "no <|message|> after a message header");
                 pmsg *m = open_message(p, GLIM_CHANNEL_ANSWER, "user", 4);
-                if (m) cb_add(&m->text, p->header.p, p->header.n);
-                cb_add(&p->out, p->header.p, p->header.n);
+                if (m) textbuf_add(&m->text, p->header.p, p->header.n);
+                textbuf_add(&p->out, p->header.p, p->header.n);
                 new_message = 1;
             }
         } else {
@@ -215,8 +215,8 @@ int glim_chat_parser_push(glim_chat_parser *p, int32_t id, glim_chat_delta *delt
             }
             size_t tn;
             const char *t = glim_stream_decoder_push(p->dec, id, &tn);
-            cb_add(&cur(p)->text, bytes, n);
-            cb_add(&p->out, t, tn);
+            textbuf_add(&cur(p)->text, bytes, n);
+            textbuf_add(&p->out, t, tn);
         }
     }
     fill_delta(p, d, new_message);
@@ -259,10 +259,10 @@ static const char *param_type(const glim_chat_tool *tools, int n_tools, const ch
 }
 
 static json_t *text_value(const char *v, size_t n) {
-    chat_buf b = {0};
+    textbuf b = {0};
     cb_add_lossy(&b, v, n);
     json_t *s = json_stringn(b.p ? b.p : "", b.n);
-    cb_free(&b);
+    textbuf_free(&b);
     return s;
 }
 
@@ -293,7 +293,7 @@ static void add_call(glim_chat_result *r, const char *name, size_t nlen, json_t 
     glim_parsed_call *c = realloc(r->calls, (size_t)(r->n_calls + 1) * sizeof *c);
     if (!c) return;
     r->calls = c;
-    chat_buf a = {0}, nm = {0};
+    textbuf a = {0}, nm = {0};
     chat_json_dump(args, 1, &a);
     cb_add_lossy(&nm, name, nlen);
     c[r->n_calls].name = nm.p ? nm.p : strdup("");
@@ -395,7 +395,7 @@ void glim_chat_parse_function_calls(const char *text, size_t len, const char *re
 
 glim_status glim_chat_parser_finish(glim_chat_parser *p, glim_chat_result *out, glim_error *err) {
     memset(out, 0, sizeof *out);
-    chat_buf reasoning = {0}, answer = {0};
+    textbuf reasoning = {0}, answer = {0};
     out->malformed = p->malformed;
     memcpy(out->problem, p->problem, sizeof out->problem);
     int n_reasoning = 0;
@@ -403,7 +403,7 @@ glim_status glim_chat_parser_finish(glim_chat_parser *p, glim_chat_result *out, 
         pmsg *m = &p->msgs[i];
         const char *t = m->text.p ? m->text.p : "";
         if (m->channel == GLIM_CHANNEL_REASONING) {
-            if (n_reasoning++) cb_add(&reasoning, "\n", 1);
+            if (n_reasoning++) textbuf_add(&reasoning, "\n", 1);
             cb_add_lossy(&reasoning, t, m->text.n);
         } else if (m->channel == GLIM_CHANNEL_ANSWER) {
             cb_add_lossy(&answer, t, m->text.n);
@@ -411,8 +411,8 @@ glim_status glim_chat_parser_finish(glim_chat_parser *p, glim_chat_result *out, 
             glim_chat_parse_function_calls(t, m->text.n, m->recipient, p->tools, p->n_tools, out);
         }
     }
-    cb_add(&reasoning, "", 0);
-    cb_add(&answer, "", 0);
+    textbuf_add(&reasoning, "", 0);
+    textbuf_add(&answer, "", 0);
     out->reasoning = reasoning.p;
     out->answer = answer.p;
     out->stopped = p->stopped;

@@ -11,38 +11,16 @@
 #include <string.h>
 
 #include "error.h"
+#include "textbuf.h"
 #include "tokenizer.h"
 
 static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-typedef struct strbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
 static int is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* Rewrites an Oniguruma-flavoured pattern into PCRE2 syntax with the same meaning (see top). */
-static int translate(const char *pat, size_t len, strbuf *out) {
+static int translate(const char *pat, size_t len, textbuf *out) {
     unsigned char caseless[256]; /* per open group: inside an ASCII-caseless (?i:...) */
     int depth = 0;
     int in_class = 0;
@@ -58,9 +36,9 @@ static int translate(const char *pat, size_t len, strbuf *out) {
             } else if ((e == 'p' || e == 'P') && i + 2 < len) {
                 n = 3; /* \pL */
             }
-            if (e == 's') sb_add(out, "\\p{White_Space}", 15);
-            else if (e == 'S') sb_add(out, "\\P{White_Space}", 15);
-            else sb_add(out, pat + i, n);
+            if (e == 's') textbuf_add(out, "\\p{White_Space}", 15);
+            else if (e == 'S') textbuf_add(out, "\\P{White_Space}", 15);
+            else textbuf_add(out, pat + i, n);
             i += n - 1;
             continue;
         }
@@ -68,30 +46,30 @@ static int translate(const char *pat, size_t len, strbuf *out) {
             if (c == '[' && i + 1 < len && pat[i + 1] == ':') { /* POSIX [:name:] */
                 const char *end = strstr(pat + i, ":]");
                 size_t n = end ? (size_t)(end - (pat + i)) + 2 : 1;
-                sb_add(out, pat + i, n);
+                textbuf_add(out, pat + i, n);
                 i += n - 1;
                 continue;
             }
             if (c == ']') in_class--;
             else if (c == '[') in_class++;
-            sb_add(out, &c, 1);
-            if (!in_class && caseless[depth]) sb_add(out, ")", 1);
+            textbuf_add(out, &c, 1);
+            if (!in_class && caseless[depth]) textbuf_add(out, ")", 1);
             continue;
         }
         if (c == '[') {
             /* Letters inside a class under (?i:) keep PCRE2's own (Unicode) folding. */
-            if (caseless[depth]) sb_add(out, "(?i:", 4);
-            sb_add(out, "[", 1);
+            if (caseless[depth]) textbuf_add(out, "(?i:", 4);
+            textbuf_add(out, "[", 1);
             in_class = 1;
-            if (i + 1 < len && pat[i + 1] == '^') sb_add(out, "^", 1), i++;
-            if (i + 1 < len && pat[i + 1] == ']') sb_add(out, "]", 1), i++;
+            if (i + 1 < len && pat[i + 1] == '^') textbuf_add(out, "^", 1), i++;
+            if (i + 1 < len && pat[i + 1] == ']') textbuf_add(out, "]", 1), i++;
             continue;
         }
         if (c == '(') {
             if (depth + 1 >= (int)sizeof caseless) return -1;
             if (i + 3 < len && !strncmp(pat + i, "(?i:", 4)) {
                 caseless[++depth] = 1;
-                sb_add(out, "(?:", 3);
+                textbuf_add(out, "(?:", 3);
                 i += 3;
                 continue;
             }
@@ -105,21 +83,21 @@ static int translate(const char *pat, size_t len, strbuf *out) {
                     n = end ? (size_t)(end - (pat + i)) + 1 : len - i;
                 }
             }
-            sb_add(out, pat + i, n);
+            textbuf_add(out, pat + i, n);
             i += n - 1;
             continue;
         }
         if (c == ')') {
             if (depth > 0) depth--;
-            sb_add(out, ")", 1);
+            textbuf_add(out, ")", 1);
             continue;
         }
         if (caseless[depth] && is_ascii_letter(c)) {
             char both[4] = {'[', (char)(c | 0x20), (char)(c & ~0x20), ']'};
-            sb_add(out, both, 4);
+            textbuf_add(out, both, 4);
             continue;
         }
-        sb_add(out, &c, 1);
+        textbuf_add(out, &c, 1);
     }
     return out->oom ? -1 : 0;
 }
@@ -127,11 +105,11 @@ static int translate(const char *pat, size_t len, strbuf *out) {
 glim_status tok_compile_regex(const char *pattern, size_t len, int literal, pcre2_code **out,
                               glim_error *err) {
     *out = NULL;
-    strbuf b = {0};
+    textbuf b = {0};
     uint32_t opts = PCRE2_UTF | PCRE2_UCP;
     if (literal) {
         opts = PCRE2_UTF | PCRE2_LITERAL; /* PCRE2 refuses UCP together with LITERAL */
-        sb_add(&b, pattern, len);
+        textbuf_add(&b, pattern, len);
     } else if (translate(pattern, len, &b) != 0) {
         free(b.p);
         return glim_fail(err, GLIM_E_UNSUPPORTED, "tokenizer.json: regex too deeply nested or out of memory");
