@@ -183,7 +183,7 @@ static int run_bench(const bench_opts *o) {
         int n = 0;
         if (gcu_forward(s, &t1, 1, 0, GLIM_LOGITS_LAST, lg, &err) == GLIM_OK)
             n = gcu_profile(s, 0, rows, 16, &err);
-        emit(out, "| kernel alone (no PDL), median of 20 | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
+        emit(out, "| kernel alone (20 back to back, no PDL) | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
         for (int i = 0; i < n; i++) {
             if (rows[i].bytes > 0)
                 emit(out, "| %s | %.1f | %.0f | %.1f%% |\n", rows[i].name, rows[i].ms * 1e3,
@@ -230,12 +230,11 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[8];
         int nv = 0;
-        v[nv].name = "default (graph, PDL, L2 prefetch 8)", v[nv++].o = base;
-        v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
+        v[nv].name = "default (graph, no PDL, no L2 prefetch, 3 matvec blocks/SM)", v[nv++].o = base;
+        v[nv].name = "PDL", v[nv].o = base, v[nv++].o.pdl = 1;
+        v[nv].name = "PDL + L2 prefetch 16", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
-        v[nv].name = "no L2 prefetch", v[nv].o = base, v[nv++].o.pf_units = 0;
-        v[nv].name = "L2 prefetch 16", v[nv].o = base, v[nv++].o.pf_units = 16;
-        v[nv].name = "L2 prefetch 32", v[nv].o = base, v[nv++].o.pf_units = 32;
+        v[nv].name = "L2 prefetch 8", v[nv].o = base, v[nv++].o.pf_units = 8;
         v[nv].name = "2 matvec blocks per SM", v[nv].o = base, v[nv++].o.bps = 2;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);

@@ -255,7 +255,7 @@ extern "C" size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D)
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
     int G = c->H / c->Hkv;
-    if (c->H % c->Hkv || c->D % 8 || G * c->D > AT_MAXC * 4 * GCU_ATT_THREADS || G > 64)
+    if (c->H % c->Hkv || c->D % 8 || c->D > 256 || G * c->D > AT_MAXC * 4 * GCU_ATT_THREADS || G > 64)
         return glim_fail(err, GLIM_E_UNSUPPORTED,
                          "attention: %d heads over %d kv heads of width %d (need D %% 8 == 0, "
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);

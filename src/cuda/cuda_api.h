@@ -32,9 +32,9 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32 override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
-    int pdl;       /* programmatic dependent launch between kernels (default 1) */
-    int pf_units;  /* L2 prefetch distance of the matrix-vector kernel, in 1 KiB units (default 8) */
-    int bps;       /* matrix-vector blocks per SM (default 1) */
+    int pdl;       /* programmatic dependent launch between kernels (default 0) */
+    int pf_units;  /* units each matvec warp prefetches into L2 before its input is ready (0) */
+    int bps;       /* decode matrix-vector blocks per SM (default 3) */
     int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */
 } gcu_options;
 

@@ -32,9 +32,9 @@ static int env_int(const char *name, int def) {
 extern "C" gcu_options gcu_options_default(void) {
     gcu_options o;
     o.graph = env_int("GLIM_CUDA_GRAPH", 1);
-    o.pdl = env_int("GLIM_CUDA_PDL", 1);
-    o.pf_units = env_int("GLIM_CUDA_PF", 8);
-    o.bps = env_int("GLIM_CUDA_BPS", 1);
+    o.pdl = env_int("GLIM_CUDA_PDL", 0);       /* v1 measured it slower: off until that is understood */
+    o.pf_units = env_int("GLIM_CUDA_PF", 0);   /* v1: no gain measured */
+    o.bps = env_int("GLIM_CUDA_BPS", 3);
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     return o;
 }
@@ -144,9 +144,9 @@ extern "C" glim_status gcu_model_prepare(gcu_model *g, const glim_config *c, gli
     g->layer = (gcu_layer *)calloc((size_t)g->L, sizeof(gcu_layer));
     if (!g->is_full || !g->layer) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     for (int l = 0; l < g->L; l++) g->is_full[l] = g->layer[l].full = c->layer_is_full[l];
-    if (g->H % g->Hkv || g->D % 8 || (g->H / g->Hkv) * g->D > 4096)
+    if (g->H % g->Hkv || g->D % 8 || g->D > 256 || (g->H / g->Hkv) * g->D > 4096)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: %d heads over %d kv heads of "
-                         "width %d (needs head_dim %% 8 == 0 and group*head_dim <= 4096)",
+                         "width %d (needs head_dim %% 8 == 0, head_dim <= 256 and group*head_dim <= 4096)",
                          g->H, g->Hkv, g->D);
     glim_status s = gcu_check(cudaMalloc((void **)&g->inv_freq, sizeof(float) * g->D / 2), "rope", err);
     if (s == GLIM_OK)
@@ -706,24 +706,41 @@ static glim_status prof_run_attn(gcu_session *s, const void *ctx, glim_error *er
     return attention(s, *(const int *)ctx, 1, err);
 }
 
-/* Median device ms of reps launches of fn (each between its own pair of events). */
+/* Device ms of one launch of fn: reps launches back to back between two events (launch gaps
+ * amortized), best of 3 such runs. */
 static double prof_time(gcu_session *s, prof_fn fn, const void *ctx, int reps, glim_error *err) {
-    float ms[64];
-    if (reps > 64) reps = 64;
-    for (int i = -2; i < reps; i++) {
+    double best = 1e30;
+    for (int run = 0; run < 4; run++) {
         cudaEventRecord(s->ev0, s->st);
-        if (fn(s, ctx, err) != GLIM_OK) return -1;
+        for (int i = 0; i < reps; i++)
+            if (fn(s, ctx, err) != GLIM_OK) return -1;
         cudaEventRecord(s->ev1, s->st);
         if (cudaEventSynchronize(s->ev1) != cudaSuccess) return -1;
-        if (i >= 0) cudaEventElapsedTime(&ms[i], s->ev0, s->ev1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, s->ev0, s->ev1);
+        if (run > 0 && ms / reps < best) best = ms / reps; /* run 0 warms up */
     }
-    for (int i = 1; i < reps; i++)
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-            float t = ms[j];
-            ms[j] = ms[j - 1];
-            ms[j - 1] = t;
-        }
-    return ms[reps / 2];
+    return best;
+}
+
+static glim_status prof_run_layer(gcu_session *s, const void *ctx, glim_error *err) {
+    /* one decode layer as the forward enqueues it (layer 0's weights) */
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[0];
+    int Hd = g->hidden, qr = qkvg_rows(g);
+    glim_status st;
+    if ((st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
+                    GCU_NORM_CENTERED, y->w_in, g->rms_eps, &y->qkvg.f, s->xs_h, s->xsum_h, err)) ||
+        (st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, 1, GCU_EPI_STORE, s->qkvg, qr, qr, err)) ||
+        (st = attention(s, 0, 1, err)) ||
+        (st = mv(s, &y->o, s->xs_q, s->xsum_q, 1, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
+        (st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
+                    GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
+        (st = mv(s, &y->gu, s->xs_h, s->xsum_h, 1, GCU_EPI_SWIGLU, s->act, g->inter, g->inter, err)) ||
+        (st = stage(s, GCU_ST_PLAIN, 1, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
+                    &y->down.f, s->xs_i, s->xsum_i, err)))
+        return st;
+    return mv(s, &y->down, s->xs_i, s->xsum_i, 1, GCU_EPI_STORE, s->dout, Hd, Hd, err);
 }
 
 extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
@@ -747,8 +764,8 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
         rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 20, err);
     }
     struct { const char *name; int pf, smem_off, bps; } var[4] = {
-        {"gate/up, no L2 prefetch", 0, 0, 1}, {"gate/up, L2 prefetch 32", 32, 0, 1},
-        {"gate/up, x from global", 8, 1, 1}, {"gate/up, 2 blocks/SM", 8, 0, 2}};
+        {"gate/up, L2 prefetch 8", 8, 0, 3}, {"gate/up, x from global", 0, 1, 3},
+        {"gate/up, 2 blocks/SM", 0, 0, 2}, {"gate/up, 1 block/SM", 0, 0, 1}};
     for (int k = 0; k < 4 && n < max; k++, n++) {
         g->opt.pf_units = var[k].pf;
         g->opt.bps = var[k].bps;
@@ -783,6 +800,18 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
                  k ? "full" : "sliding", pos);
         rows[n].bytes = 0;
         rows[n++].ms = prof_time(s, prof_run_attn, &which[k], 20, err);
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "one whole layer (8 kernels, weights %.0f MB)",
+                 (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes) / 1e6);
+        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
+    }
+    g->opt.pdl = 1;
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, with PDL");
+        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
     g->opt = keep;
     return n;

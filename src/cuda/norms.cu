@@ -5,7 +5,7 @@
  * of squares in double, as the CPU oracle does. */
 #include "cuda/gcu.cuh"
 
-#define ST_THREADS 1024
+#define ST_THREADS 512
 #define ST_SMEM_MAX (200 * 1024)
 
 struct StArgs {
@@ -46,6 +46,36 @@ __device__ float st_inv_rms(const float *x, int K, float eps) {
     return r;
 }
 
+/* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
+ * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
+__device__ void st_load_rows(int K, int n, const float *const *src, float *const *dst) {
+    bool vec = (K & 3) == 0;
+    for (int a = 0; a < n; a++) vec = vec && (((uintptr_t)src[a] & 15) == 0);
+    if (!vec) {
+        for (int a = 0; a < n; a++)
+            for (int i = threadIdx.x; i < K; i += blockDim.x) dst[a][i] = src[a][i];
+        return;
+    }
+    const int n4 = K >> 2, step = 4 * blockDim.x;
+    for (int base = threadIdx.x; base < n4; base += step) {
+        float4 r[4][4];
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                int i = base + k * blockDim.x;
+                if (a < n && i < n4) r[a][k] = ((const float4 *)src[a])[i];
+            }
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                int i = base + k * blockDim.x;
+                if (a < n && i < n4) ((float4 *)dst[a])[i] = r[a][k];
+            }
+    }
+}
+
 __device__ __forceinline__ float st_sb(const void *p, int dt, size_t i) {
     if (dt == GLIM_DT_BF16) return __uint_as_float((uint32_t)((const uint16_t *)p)[i] << 16);
     if (dt == GLIM_DT_F16) return __half2float(((const __half *)p)[i]);
@@ -57,6 +87,19 @@ __device__ void st_embed_row(const gcu_embed &e, int token, float *out) {
     if (!e.bits) {
         const uint16_t *row = (const uint16_t *)e.q + (size_t)token * K;
         for (int c = threadIdx.x; c < K; c += blockDim.x) out[c] = __uint_as_float((uint32_t)row[c] << 16);
+        return;
+    }
+    if ((e.bits == 4 || e.bits == 8) && K % 32 == 0) {
+        /* one 32-bit word per thread: 8 (or 4) elements of one group, one scale/bias */
+        const int per = 32 / e.bits, nw = K / per, ng = K / e.group;
+        const uint32_t *row = (const uint32_t *)e.q + (size_t)token * nw;
+        const uint32_t mask = (1u << e.bits) - 1;
+        for (int w = threadIdx.x; w < nw; w += blockDim.x) {
+            uint32_t v = row[w];
+            size_t gi = (size_t)token * ng + (size_t)w * per / e.group;
+            float sc = st_sb(e.scales, e.sdtype, gi), bi = st_sb(e.biases, e.sdtype, gi);
+            for (int k = 0; k < per; k++) out[w * per + k] = sc * (float)((v >> (k * e.bits)) & mask) + bi;
+        }
         return;
     }
     const uint8_t *row = (const uint8_t *)e.q + (size_t)token * K * e.bits / 8;
@@ -73,26 +116,39 @@ __device__ void st_embed_row(const gcu_embed &e, int token, float *out) {
 }
 
 __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
-    extern __shared__ float sx[];
+    extern __shared__ float sx[]; /* [K] the row; RESID also [K] h, [K] w_add, [K] w_out */
     const int t = blockIdx.x, K = a.K;
+    float *sh = sx + K, *swa = sx + 2 * K, *swo = sx + 3 * K;
     gcu_pdl_wait();
     gcu_pdl_trigger();
     if (a.op == GCU_ST_EMBED) {
         st_embed_row(a.emb, a.tokens[t], sx);
+        if (a.norm_out == GCU_NORM_CENTERED || a.norm_out == GCU_NORM_PLAIN) {
+            const float *src[1] = {a.w_out};
+            float *dst[1] = {swo};
+            st_load_rows(K, 1, src, dst);
+        }
         __syncthreads();
         if (a.xout) /* tests: the raw row */
             for (int i = threadIdx.x; i < K; i += blockDim.x) a.xout[(size_t)t * K + i] = sx[i];
     } else {
-        const float *src = a.src + (size_t)t * a.ld_src;
-        for (int i = threadIdx.x; i < K; i += blockDim.x) sx[i] = src[i];
+        const float *src[4] = {a.src + (size_t)t * a.ld_src, NULL, NULL, NULL};
+        float *dst[4] = {sx, NULL, NULL, NULL};
+        int n = 1;
+        if (a.op == GCU_ST_RESID) {
+            src[n] = a.h + (size_t)t * K, dst[n++] = sh;
+            src[n] = a.w_add, dst[n++] = swa;
+        }
+        if (a.norm_out == GCU_NORM_CENTERED || a.norm_out == GCU_NORM_PLAIN) src[n] = a.w_out, dst[n++] = swo;
+        st_load_rows(K, n, src, dst);
+        __syncthreads();
     }
-    __syncthreads();
     if (a.op != GCU_ST_PLAIN) {
         float *h = a.h + (size_t)t * K;
         float inv = st_inv_rms(sx, K, a.eps_add); /* EMBED: the weightless embed_norm */
         for (int i = threadIdx.x; i < K; i += blockDim.x) {
             float y = sx[i] * inv;
-            if (a.op == GCU_ST_RESID) y = h[i] + y * (1.0f + a.w_add[i]);
+            if (a.op == GCU_ST_RESID) y = sh[i] + y * (1.0f + swa[i]);
             h[i] = y;
             sx[i] = y;
         }
@@ -102,8 +158,8 @@ __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
         float inv = st_inv_rms(sx, K, a.eps_out);
         for (int i = threadIdx.x; i < K; i += blockDim.x) {
             float y = sx[i] * inv;
-            if (a.norm_out == GCU_NORM_CENTERED) y *= 1.0f + a.w_out[i];
-            else if (a.norm_out == GCU_NORM_PLAIN) y *= a.w_out[i];
+            if (a.norm_out == GCU_NORM_CENTERED) y *= 1.0f + swo[i];
+            else if (a.norm_out == GCU_NORM_PLAIN) y *= swo[i];
             sx[i] = y;
         }
         __syncthreads();
@@ -131,10 +187,13 @@ extern "C" glim_status gcu_stage_init(glim_error *err) {
 
 static glim_status stage_launch(const gcu_stage_call *c, float *xout, cudaStream_t st,
                                 glim_error *err) {
-    size_t smem = (size_t)c->K * sizeof(float);
+    int rows = 1 + (c->op == GCU_ST_RESID ? 2 : 0) +
+               (c->norm_out == GCU_NORM_CENTERED || c->norm_out == GCU_NORM_PLAIN ? 1 : 0);
+    if (c->op == GCU_ST_EMBED) rows = 4; /* the w_out copy sits at 3K */
+    size_t smem = (size_t)c->K * sizeof(float) * rows;
     if (smem > ST_SMEM_MAX)
-        return glim_fail(err, GLIM_E_UNSUPPORTED, "stage: width %d exceeds the kernel's %d", c->K,
-                         ST_SMEM_MAX / 4);
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "stage: width %d needs %zu bytes of shared "
+                         "memory, the kernel has %d", c->K, smem, ST_SMEM_MAX);
     glim_status ist = gcu_stage_init(err);
     if (ist != GLIM_OK) return ist;
     StArgs a;

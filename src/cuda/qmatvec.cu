@@ -16,6 +16,10 @@
  * kernel already streams its first weights while the previous kernel drains. */
 #include "cuda/gcu.cuh"
 
+#ifndef MV1_MIN_BLOCKS
+#define MV1_MIN_BLOCKS 3 /* decode matvec blocks per SM: 80 registers, no spills */
+#endif
+
 struct MvArgs {
     const uint4 *w;
     long long nunits;
@@ -295,9 +299,160 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
     if (!trig) gcu_pdl_trigger();
 }
 
+/* ---- decode (T <= 4): one n-block, lean loop ------------------------------------------ */
+
+template <int KIND, int PPS, bool SBF32>
+__device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane,
+                                          uint64_t pol) {
+    s.a0 = mv_ld(up + 2 * lane, pol);
+    s.a1 = mv_ld(up + 2 * lane + 1, pol);
+    if (KIND == GCU_KIND_Q) {
+        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
+        const int g = lane >> 2;
+        if (SBW == 2) {
+            uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
+            s.sb[0] = v.x;
+            s.sb[1] = v.y;
+        } else {
+#pragma unroll
+            for (int k = 0; k < SBW / 4; k++) {
+                uint4 v = mv_ld(up + 64 + g * (SBW / 4) + k, pol);
+                s.sb[4 * k] = v.x;
+                s.sb[4 * k + 1] = v.y;
+                s.sb[4 * k + 2] = v.z;
+                s.sb[4 * k + 3] = v.w;
+            }
+        }
+    }
+}
+
+/* The same computation as k_mv for up to 4 tokens, with running pointers instead of index
+ * arithmetic, two units in flight per warp and at most 64 registers, so 4 blocks (32 warps)
+ * share an SM: the memory system sees enough independent loads. */
+template <bool SMEM, int KIND, int PPS, bool SBF32>
+__global__ void __launch_bounds__(GCU_MV_WARPS * 32, MV1_MIN_BLOCKS) k_mv1(MvArgs a) {
+    extern __shared__ uint4 mv_smem[];
+    constexpr int RING = 2, SPAN = KIND == GCU_KIND_Q ? 128 : 32;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int wg = blockIdx.x * GCU_MV_WARPS + (threadIdx.x >> 5);
+    const long long U = a.nunits;
+    long long u0 = 0, u1 = 0;
+    if (wg < a.W) {
+        u0 = U * wg / a.W;
+        u1 = U * (wg + 1) / a.W;
+    }
+    const uint64_t pol = mv_policy();
+    const int uw = a.unit_u4;
+    const uint4 *lp = a.w + u0 * uw;
+    if (lane == 0 && a.pf > 0 && u1 > u0) {
+        long long n = u1 - u0 < a.pf ? u1 - u0 : a.pf;
+        gcu_l2_prefetch(lp, (unsigned)(n * uw * 16));
+    }
+    MvSlot<KIND, PPS, SBF32> ring[RING];
+#pragma unroll
+    for (int j = 0; j < RING; j++)
+        if (u0 + j < u1) {
+            mv_load_p(ring[j], lp, lane, pol);
+            lp += uw;
+        }
+    gcu_pdl_wait();
+    const __nv_bfloat16 *xs = a.xs;
+    const float *xsum = a.xsum;
+    int cs = a.kx;
+    if (SMEM) {
+        const int per = a.kx / 8, ncol = 2 * a.T;
+        __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
+        for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
+            int col = c / per, k = c % per;
+            unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                         "l"(a.xs + (size_t)col * a.kx + k * 8));
+        }
+        float *sxs = (float *)(sx + (size_t)ncol * a.cs);
+        if (KIND == GCU_KIND_Q)
+            for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+        xs = sx;
+        xsum = sxs;
+        cs = a.cs;
+    }
+    const bool bvalid = (g >> 1) < a.T, xvalid = t < a.T;
+    const __nv_bfloat16 *b0 = xs + (size_t)(bvalid ? g : 0) * cs + t * 8;
+    const float *x0 = xsum + (size_t)(xvalid ? t : 0) * a.nspan * PPS;
+    int rb = (int)(u0 / a.nspan), sp = (int)(u0 % a.nspan);
+    const __nv_bfloat16 *bp = b0 + sp * SPAN;
+    const float *xp = x0 + sp * PPS;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    bool first = true, trig = false;
+    for (long long base = u0; base < u1; base += RING) {
+#pragma unroll
+        for (int j = 0; j < RING; j++) {
+            if (base + j >= u1) break;
+            MvSlot<KIND, PPS, SBF32> &s = ring[j];
+            if (KIND == GCU_KIND_Q) {
+#pragma unroll
+                for (int pc = 0; pc < PPS; pc++) {
+                    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                    for (int ii = 0; ii < 4 / PPS; ii++) {
+                        const int i = pc * (4 / PPS) + ii;
+                        uint4 b = bvalid ? *(const uint4 *)(bp + i * 32) : make_uint4(0, 0, 0, 0);
+                        uint32_t wgv = u4w(s.a0, i), whv = u4w(s.a1, i);
+                        gcu_mma(d, gcu_nib2(wgv, 0), gcu_nib2(whv, 0), gcu_nib2(wgv, 1), gcu_nib2(whv, 1), b.x, b.y);
+                        gcu_mma(d, gcu_nib2(wgv, 2), gcu_nib2(whv, 2), gcu_nib2(wgv, 3), gcu_nib2(whv, 3), b.z, b.w);
+                    }
+                    float sg, bg, sh, bh;
+                    if (SBF32) {
+                        sg = __uint_as_float(s.sb[2 * pc]);
+                        bg = __uint_as_float(s.sb[2 * pc + 1]);
+                        sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
+                        bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
+                    } else {
+                        sg = gcu_bf16lo(s.sb[pc]);
+                        bg = gcu_bf16hi(s.sb[pc]);
+                        sh = gcu_bf16lo(s.sb[PPS + pc]);
+                        bh = gcu_bf16hi(s.sb[PPS + pc]);
+                    }
+                    float X = xvalid ? xp[pc] : 0.0f;
+                    acc[0] += sg * (d[0] + d[1]) + fmaf(a.qoff, sg, bg) * X;
+                    acc[1] += sh * (d[2] + d[3]) + fmaf(a.qoff, sh, bh) * X;
+                }
+            } else {
+                uint4 b = bvalid ? *(const uint4 *)bp : make_uint4(0, 0, 0, 0);
+                gcu_mma(acc, s.a0.x, s.a1.x, s.a0.y, s.a1.y, b.x, b.y);
+                gcu_mma(acc, s.a0.z, s.a1.z, s.a0.w, s.a1.w, b.z, b.w);
+            }
+            if (base + j + RING < u1) {
+                mv_load_p(s, lp, lane, pol);
+                lp += uw;
+            } else if (!trig) {
+                gcu_pdl_trigger();
+                trig = true;
+            }
+            bp += SPAN;
+            xp += PPS;
+            if (++sp == a.nspan || base + j + 1 == u1) {
+                float vg[1], vh[1];
+                vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
+                vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
+                acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+                mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+                first = false;
+                rb++;
+                sp = 0;
+                bp = b0;
+                xp = x0;
+            }
+        }
+    }
+    if (!trig) gcu_pdl_trigger();
+}
+
 /* ---- host side --------------------------------------------------------------------------- */
 
 #define MV_SMEM_MAX (100 * 1024)
+#define MV_SMEM_SM (200 * 1024) /* shared memory the staged x of co-resident blocks may take */
 
 template <int NB, bool SM>
 static const void *mv_pick(int kind, int pps, int sbf32) {
@@ -313,6 +468,20 @@ static const void *mv_pick(int kind, int pps, int sbf32) {
     return NULL;
 }
 
+template <bool SM>
+static const void *mv1_pick(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return (const void *)k_mv1<SM, GCU_KIND_DENSE, 1, false>;
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 2: return (const void *)k_mv1<SM, GCU_KIND_Q, 1, false>;
+    case 3: return (const void *)k_mv1<SM, GCU_KIND_Q, 1, true>;
+    case 4: return (const void *)k_mv1<SM, GCU_KIND_Q, 2, false>;
+    case 5: return (const void *)k_mv1<SM, GCU_KIND_Q, 2, true>;
+    case 8: return (const void *)k_mv1<SM, GCU_KIND_Q, 4, false>;
+    case 9: return (const void *)k_mv1<SM, GCU_KIND_Q, 4, true>;
+    }
+    return NULL;
+}
+
 /* Raises the shared-memory limit of every staged-input variant once (outside graph capture). */
 extern "C" glim_status gcu_mv_init(glim_error *err) {
     static int done;
@@ -321,9 +490,11 @@ extern "C" glim_status gcu_mv_init(glim_error *err) {
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 2; f++) {
-                const void *fn = mv_pick<1, true>(kinds[k], pps[p], f);
-                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
-                if (e != cudaSuccess) return gcu_check(e, "matvec shared memory", err);
+                const void *fns[2] = {mv_pick<1, true>(kinds[k], pps[p], f), mv1_pick<true>(kinds[k], pps[p], f)};
+                for (int i = 0; i < 2; i++) {
+                    cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, MV_SMEM_MAX);
+                    if (e != cudaSuccess) return gcu_check(e, "matvec shared memory", err);
+                }
             }
     done = 1;
     return GLIM_OK;
@@ -343,9 +514,12 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     int cs = ((m->f.kx * 2 + 127) / 128 * 128 + 64) / 2;
     size_t smem = (size_t)2 * c->T * cs * 2 +
                   (m->f.kind == GCU_KIND_Q ? (size_t)c->T * m->f.nspan * m->f.pps * 4 : 0);
-    int use_smem = c->smem && nb == 1 && smem <= MV_SMEM_MAX;
-    const void *fn = nb == 1 ? (use_smem ? mv_pick<1, true>(m->f.kind, m->f.pps, m->sbf32)
-                                         : mv_pick<1, false>(m->f.kind, m->f.pps, m->sbf32))
+    int bps = c->bps > 0 ? c->bps : 1;
+    if (nb > 1) bps = 1; /* the prefill kernel holds 8 n-blocks of accumulators: 1 block/SM */
+    /* x in shared memory when the blocks sharing an SM all fit */
+    int use_smem = c->smem && nb == 1 && smem * bps <= MV_SMEM_SM;
+    const void *fn = nb == 1 ? (use_smem ? mv1_pick<true>(m->f.kind, m->f.pps, m->sbf32)
+                                         : mv1_pick<false>(m->f.kind, m->f.pps, m->sbf32))
                              : mv_pick<8, false>(m->f.kind, m->f.pps, m->sbf32);
     if (!fn) return glim_fail(err, GLIM_E_UNSUPPORTED, "matvec: no kernel for this format");
     if (!use_smem) smem = 0;
@@ -358,7 +532,6 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     a.xsum = c->xsum;
     a.kx = m->f.kx;
     a.T = c->T;
-    int bps = c->bps > 0 ? c->bps : 1;
     long long blocks = (long long)gcu_sm_count() * bps;
     long long need = (a.nunits + GCU_MV_WARPS - 1) / GCU_MV_WARPS;
     if (blocks > need) blocks = need;

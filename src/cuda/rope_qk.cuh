@@ -11,11 +11,14 @@
 __device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int D, float eps,
                                               float mul, const float *inv_freq, int pos,
                                               int lane) {
+    float r[8]; /* D <= 256: all loads first, one memory round trip */
+#pragma unroll
+    for (int k = 0; k < 8; k++) r[k] = lane + 32 * k < D ? src[lane + 32 * k] : 0.0f;
     double ss = 0.0;
-    for (int d = lane; d < D; d += 32) {
-        float v = src[d];
-        dst[d] = v;
-        ss += (double)v * (double)v;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        if (lane + 32 * k < D) dst[lane + 32 * k] = r[k];
+        ss += (double)r[k] * (double)r[k];
     }
     ss = gcu_warp_sum_d(ss);
     float inv = 1.0f / sqrtf((float)(ss / D) + eps);
