@@ -44,18 +44,20 @@ if has sanitize; then
 : >"$OUT/sanitizer.log"
 FIX=tests/vectors/mlx4_a
 [ -d "$FIX" ] || FIX=tests/vectors/hf_a
-for tool in memcheck racecheck synccheck; do
+for tool in memcheck racecheck synccheck initcheck; do
     echo "== compute-sanitizer --tool $tool: 3-token prompt + 4 decoded tokens on $FIX" >>"$OUT/sanitizer.log"
-    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos \
         >>"$OUT/sanitizer.log" 2>&1
     rc=$?
-    say "compute-sanitizer $tool: rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+    say "compute-sanitizer $tool ($FIX): rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 done
-echo "== memcheck on the kernel tests (matvec, attention)" >>"$OUT/sanitizer.log"
-GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    build/tests/test_cuda_kernels >>"$OUT/sanitizer.log" 2>&1
-say "compute-sanitizer memcheck on test_cuda_kernels: rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)) ($(($(date +%s) - t0)) s)"
+FIX8=tests/vectors/mlx8_b
+P=0,$(seq -s, 11 50)
+echo "== memcheck: 41-token prompt (prefill kernels) + 4 decoded tokens on $FIX8" >>"$OUT/sanitizer.log"
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build/glimmer run -m "$FIX8" --backend cuda --tokens "$P" -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+say "compute-sanitizer memcheck ($FIX8, prefill path): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)) ($(($(date +%s) - t0)) s)"
 fi
 
 : >"$OUT/bench.md"
@@ -73,18 +75,19 @@ if has bench; then
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
 fi
 if has sass; then
-    cuobjdump --dump-sass --function '_Z4k_mvILi1ELb1ELi0ELi2ELb0EEv6MvArgs' build/src/cuda/qmatvec.o >"$OUT/sass.txt" 2>&1
-    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_mv<1,smem,Q,2,bf16>; top opcodes:"
-    grep -oE '^\s+/\*[0-9a-f]+\*/\s+[A-Z0-9_.]+' "$OUT/sass.txt" | awk '{print $2}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 >>"$S"
+    cuobjdump --dump-sass --function '_Z5k_mv1ILb1ELi0ELi2ELb0EEv6MvArgs' build/src/cuda/qmatvec.o >"$OUT/sass.txt" 2>&1
+    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_mv1<smem,Q,2,bf16>"
 fi
 if has ncu; then
     t0=$(date +%s)
-    timeout 240 ncu --clock-control none --kernel-name regex:k_mv --launch-skip 12 --launch-count 4 \
-        --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
-        --section MemoryWorkloadAnalysis \
-        build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >"$OUT/ncu.txt" 2>&1
+    : >"$OUT/ncu.txt"
+    for k in "k_mv1 40" "k_stage 6" "k_attention 2"; do
+        set -- $k
+        timeout 120 ncu --clock-control none --set full --kernel-name regex:"$1" --launch-skip "$2" --launch-count 1 \
+            build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >>"$OUT/ncu.txt" 2>&1
+    done
     say "ncu rc=$? ($(($(date +%s) - t0)) s)"
-    grep -E "k_mv|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|One or More" "$OUT/ncu.txt" | head -60 >>"$S"
+    grep -E "^  [a-z_ ]*k_|Duration|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Warp Cycles Per Issued|Executed Ipc A|Issue Slots Busy|No Eligible" "$OUT/ncu.txt" | head -40 >>"$S"
 fi
 tail -5 "$OUT/bench.log" >>"$S" 2>/dev/null
 cat "$OUT/bench.md" | tee -a "$S"

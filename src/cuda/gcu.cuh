@@ -279,15 +279,41 @@ __host__ __device__ void gcu_stage_spans(const gcu_xfmt &f, XF x, int s0, int s1
         ((uint4 *)xs_hi)[q] = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
         ((uint4 *)xs_lo)[q] = make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
     }
-    const int pn = 128 / f.pps; /* nibbles per piece */
-    for (int pq = s0 * f.pps + tid; pq < s1 * f.pps; pq += nt) {
-        int n0 = pq * pn, n1 = n0 + pn;
+    /* per-piece sums of x: 8 threads per piece (16 nibbles each), combined with shuffles in a
+     * fixed order; the loop runs in whole warps so every shuffle has all its lanes */
+    const int pn = 128 / f.pps, sub = pn / 8; /* nibbles per piece, per thread */
+    const int np = (s1 - s0) * f.pps;
+    for (int q0 = 0; q0 < (np * 8 + 31) / 32 * 32; q0 += nt) {
+        int q = q0 + tid;
+        int pq = s0 * f.pps + q / 8, part = q & 7;
         float acc = 0.0f;
-        if (eight)
-            for (int c = n0 >> 1; c < n1 >> 1; c++) acc += x(c);
-        else
-            for (int e = n0; e < n1; e++) acc += x(e);
-        xsum[pq] = acc;
+        if (q < np * 8) {
+            int n0 = pq * pn + part * sub;
+            if (eight)
+                for (int c = n0 >> 1; c < (n0 + sub) >> 1; c++) acc += x(c);
+            else
+                for (int e = n0; e < n0 + sub; e++) acc += x(e);
+        }
+#ifdef __CUDA_ARCH__
+        acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+        acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+        acc += __shfl_xor_sync(0xffffffffu, acc, 4);
+        if (q < np * 8 && part == 0) xsum[pq] = acc;
+#else
+        /* host emulation (nt == 1): gather the 8 parts in order */
+        if (q < np * 8 && part == 0) {
+            float v[8];
+            for (int p = 0; p < 8; p++) {
+                int n0 = pq * pn + p * sub;
+                v[p] = 0.0f;
+                if (eight)
+                    for (int c = n0 >> 1; c < (n0 + sub) >> 1; c++) v[p] += x(c);
+                else
+                    for (int e = n0; e < n0 + sub; e++) v[p] += x(e);
+            }
+            xsum[pq] = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+        }
+#endif
     }
 }
 
