@@ -46,7 +46,9 @@ FIX=tests/vectors/mlx4_a
 [ -d "$FIX" ] || FIX=tests/vectors/hf_a
 for tool in memcheck racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool: 3-token prompt + 4 decoded tokens on $FIX" >>"$OUT/sanitizer.log"
-    timeout 70 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    F=0
+    [ "$tool" = memcheck ] && F=1 # memcheck on the fused SwiGLU-staging decode path too
+    GLIM_CUDA_FUSE=$F timeout 70 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos \
         >>"$OUT/sanitizer.log" 2>&1
     rc=$?

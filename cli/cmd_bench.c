@@ -236,6 +236,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
         v[nv].name = "L2 prefetch 8", v[nv].o = base, v[nv++].o.pf_units = 8;
         v[nv].name = "2 matvec blocks per SM", v[nv].o = base, v[nv++].o.bps = 2;
+        v[nv].name = "SwiGLU staging fused into gate/up", v[nv].o = base, v[nv++].o.fuse_act = 1;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
             if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;

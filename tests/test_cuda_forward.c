@@ -69,15 +69,23 @@ static int argmax(const float *x, int n) {
     return b;
 }
 
-static glim_model *open_model(const char *dir, const char *backend, int kv32, glim_status *st,
-                              glim_error *err) {
+/* kv32: fp32 KV cache; fuse: the decode gate/up matvec stages the down input itself. */
+static glim_model *open_model_opts(const char *dir, const char *backend, int kv32, int fuse,
+                                   glim_status *st, glim_error *err) {
     if (kv32) setenv("GLIM_CUDA_KV32", "1", 1);
     else unsetenv("GLIM_CUDA_KV32");
+    if (fuse) setenv("GLIM_CUDA_FUSE", "1", 1);
+    else unsetenv("GLIM_CUDA_FUSE");
     glim_model_params mp = {backend, 2};
     glim_model *m = NULL;
     *st = glim_model_open(dir, &mp, &m, err);
     unsetenv("GLIM_CUDA_KV32");
+    unsetenv("GLIM_CUDA_FUSE");
     return m;
+}
+static glim_model *open_model(const char *dir, const char *backend, int kv32, glim_status *st,
+                              glim_error *err) {
+    return open_model_opts(dir, backend, kv32, 0, st, err);
 }
 
 /* Logits [T][V] of tokens evaluated `step` at a time (mode ALL), or NULL. */
@@ -252,12 +260,15 @@ static void random_vs_cpu(const char *name, glim_synth_spec spec) {
     glim_error err = {0};
     REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
     glim_status st;
-    glim_model *m[3] = {NULL, NULL, NULL}; /* cpu, cuda fp32 KV, cuda bf16 KV */
+    /* cpu; cuda fp32 KV; cuda bf16 KV; cuda fp32 KV with the fused SwiGLU staging */
+    glim_model *m[4] = {NULL, NULL, NULL, NULL};
+    const char *label[4] = {"cpu", "fp32 KV", "bf16 KV", "fp32 KV fused"};
     m[0] = open_model(dir, "cpu", 0, &st, &err);
     if (m[0]) m[1] = open_model(dir, "cuda", 1, &st, &err);
     if (m[1]) m[2] = open_model(dir, "cuda", 0, &st, &err);
-    if (!m[2]) {
-        for (int k = 0; k < 3; k++) glim_model_close(m[k]);
+    if (m[2]) m[3] = open_model_opts(dir, "cuda", 1, 1, &st, &err);
+    if (!m[3]) {
+        for (int k = 0; k < 4; k++) glim_model_close(m[k]);
         REQUIRE(0, "%s: %s", name, err.message);
     }
     int V = spec.vocab_size, P = 3 * spec.sliding_window + 5, N = 24;
@@ -277,27 +288,34 @@ static void random_vs_cpu(const char *name, glim_synth_spec spec) {
         free(b);
     }
     free(a);
-    int32_t seq[3][32];
-    float *lg[3];
-    for (int k = 0; k < 3; k++) {
+    int32_t seq[4][32];
+    float *lg[4];
+    for (int k = 0; k < 4; k++) {
         lg[k] = malloc(sizeof(float) * (size_t)N * V);
         if (!greedy_run(m[k], tok, P, N, seq[k], lg[k])) seq[k][0] = -1;
     }
-    for (int k = 1; k < 3; k++) {
+    for (int k = 1; k < 4; k++) {
         int same = 0;
         while (same < N && seq[0][same] == seq[k][same]) same++;
-        printf("  info: %s %s KV greedy: %d of %d tokens equal to the CPU's\n", name,
-               k == 1 ? "fp32" : "bf16", same, N);
-        if (k == 1 && same < N) {
+        printf("  info: %s %s greedy: %d of %d tokens equal to the CPU's\n", name, label[k], same, N);
+        if (k == 2) continue; /* bf16 KV: a different function, reported only */
+        /* decode logits up to the first divergence, fp32-KV tolerance */
+        int upto = same < N ? same + 1 : N;
+        float mx = max_abs(lg[0], (size_t)upto * V), d = max_diff(lg[0], lg[k], (size_t)upto * V);
+        printf("  info: %s %s decode logits: max |gpu - cpu| %.3g = %.2g of max |cpu|\n", name,
+               label[k], d, d / mx);
+        CHECK(d <= 3e-4f * (mx > 1 ? mx : 1), "%s %s: decode logits differ by %g (max %g)", name,
+              label[k], d, mx);
+        if (same < N) {
             /* only a near-tie in the CPU's own logits excuses a different pick */
             const float *c = lg[0] + (size_t)same * V;
             float tol = 3e-4f * (max_abs(c, V) > 1 ? max_abs(c, V) : 1);
-            CHECK(c[seq[1][same]] >= c[seq[0][same]] - tol,
-                  "%s: greedy GPU (fp32 KV) diverges from CPU at step %d: %d vs %d (CPU logits %g vs %g)",
-                  name, same, seq[1][same], seq[0][same], c[seq[1][same]], c[seq[0][same]]);
+            CHECK(c[seq[k][same]] >= c[seq[0][same]] - tol,
+                  "%s: greedy GPU (%s) diverges from CPU at step %d: %d vs %d (CPU logits %g vs %g)",
+                  name, label[k], same, seq[k][same], seq[0][same], c[seq[k][same]], c[seq[0][same]]);
         }
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         free(lg[k]);
         glim_model_close(m[k]);
     }

@@ -29,13 +29,14 @@ typedef struct gcu_model gcu_model;
 typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
- * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32 override the defaults). */
+ * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 0) */
     int pf_units;  /* units each matvec warp prefetches into L2 before its input is ready (0) */
     int bps;       /* decode matrix-vector blocks per SM (default 3) */
     int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */
+    int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

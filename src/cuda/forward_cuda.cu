@@ -36,6 +36,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.pf_units = env_int("GLIM_CUDA_PF", 0);   /* v1: no gain measured */
     o.bps = env_int("GLIM_CUDA_BPS", 3);
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
+    o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     return o;
 }
 
@@ -387,7 +388,8 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
 extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
     sess_plan p = plan_session(g, n_ctx);
     return p.kv + 3 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
-           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv;
+           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
+           4ull * (g->inter / 32 + 2);
 }
 
 extern "C" void gcu_session_free(gcu_session *s) {
@@ -397,7 +399,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     free(s->kc), free(s->vc), free(s->R);
     void *bufs[] = {s->h, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
-                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step};
+                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -461,6 +463,11 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
+    int max_span = 1;
+    for (int l = 0; l < g->L; l++)
+        if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
+    DA(s->span_cnt, 4ull * max_span);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->span_cnt, 0, 4ull * max_span), "memset", err);
 #undef DA
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
@@ -574,6 +581,40 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
     return st;
 }
 
+/* gate/up with SwiGLU, then the down input staged: by the matvec itself (decode, fuse_act) or
+ * by a stage kernel. */
+static glim_status gate_up(gcu_session *s, const gcu_layer *y, int T, glim_error *err) {
+    const gcu_model *g = s->m;
+    if (T == 1 && g->opt.fuse_act) {
+        gcu_mv_call c;
+        memset(&c, 0, sizeof c);
+        c.m = &y->gu;
+        c.xs = s->xs_h;
+        c.xsum = s->xsum_h;
+        c.T = 1;
+        c.epi = GCU_EPI_SWIGLU;
+        c.out = s->act;
+        c.ldo = g->inter;
+        c.out_rows = g->inter;
+        c.partial = s->mv_part;
+        c.counters = s->mv_cnt;
+        c.smem = !s->x_global;
+        c.pf_units = g->opt.pf_units;
+        c.bps = g->opt.bps;
+        c.pdl = g->opt.pdl;
+        c.stage_f = &y->down.f;
+        c.stage_xs = s->xs_i;
+        c.stage_xsum = s->xsum_i;
+        c.span_cnt = s->span_cnt;
+        return gcu_mv_launch(&c, s->st, err);
+    }
+    glim_status st = mv(s, &y->gu, s->xs_h, s->xsum_h, T, GCU_EPI_SWIGLU, s->act, g->inter, g->inter, err);
+    if (st == GLIM_OK)
+        st = stage(s, GCU_ST_PLAIN, T, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
+                   &y->down.f, s->xs_i, s->xsum_i, err);
+    return st;
+}
+
 /* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0
  * (no head), 1 (the last token's logits) or T (every token's). */
 static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err) {
@@ -589,9 +630,7 @@ static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err
             (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
             (st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
                         GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
-            (st = mv(s, &y->gu, s->xs_h, s->xsum_h, T, GCU_EPI_SWIGLU, s->act, g->inter, g->inter, err)) ||
-            (st = stage(s, GCU_ST_PLAIN, T, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
-                        &y->down.f, s->xs_i, s->xsum_i, err)) ||
+            (st = gate_up(s, y, T, err)) ||
             (st = mv(s, &y->down, s->xs_i, s->xsum_i, T, GCU_EPI_STORE, s->dout, Hd, Hd, err)))
             break;
         if (l + 1 < g->L)
@@ -736,9 +775,7 @@ static glim_status prof_run_layer(gcu_session *s, const void *ctx, glim_error *e
         (st = mv(s, &y->o, s->xs_q, s->xsum_q, 1, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
         (st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
-        (st = mv(s, &y->gu, s->xs_h, s->xsum_h, 1, GCU_EPI_SWIGLU, s->act, g->inter, g->inter, err)) ||
-        (st = stage(s, GCU_ST_PLAIN, 1, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
-                    &y->down.f, s->xs_i, s->xsum_i, err)))
+        (st = gate_up(s, y, 1, err)))
         return st;
     return mv(s, &y->down, s->xs_i, s->xsum_i, 1, GCU_EPI_STORE, s->dout, Hd, Hd, err);
 }
@@ -807,6 +844,13 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
         rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
+    g->opt.fuse_act = 1;
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, SwiGLU staging fused");
+        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
+    }
+    g->opt.fuse_act = keep.fuse_act;
     g->opt.pdl = 1;
     if (n < max) {
         snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, with PDL");

@@ -102,6 +102,11 @@ typedef struct gcu_mv_call {
     int *counters;             /* [max row blocks], zero */
     int smem;                  /* stage x in shared memory when it fits */
     int pf_units, bps, pdl;
+    /* SWIGLU with T == 1: also stage the output for the next matvec (format stage_f) */
+    const gcu_xfmt *stage_f;
+    __nv_bfloat16 *stage_xs;
+    float *stage_xsum;
+    int *span_cnt;             /* [stage_f->nspan], zero */
 } gcu_mv_call;
 size_t gcu_mv_partial_bytes(int nsm, int bps);
 glim_status gcu_mv_init(glim_error *err);

@@ -45,6 +45,7 @@ struct gcu_session {
     cudaEvent_t ev0, ev1;
     double last_ms;
     int x_global; /* profiling: matvecs read x from global memory instead of shared */
+    int *span_cnt; /* fused SwiGLU staging: per span of the down input, zero */
 };
 
 /* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */

@@ -36,6 +36,13 @@ struct MvArgs {
     int pf;
     int cs;     /* shared-memory column stride in bf16 (SMEM variant) */
     float qoff; /* the centring the A values carry: 8 (4-bit), 8 + 16*8 = 136 (8-bit) */
+    /* SWIGLU, one token: stage the output for the next matvec here (the warp completing the
+     * last row block of a span stages that span) instead of in a separate kernel */
+    int fuse, span_rbs;
+    gcu_xfmt sf;
+    __nv_bfloat16 *sxs;
+    float *sxsum;
+    int *span_cnt;
 };
 
 __device__ __forceinline__ uint64_t mv_policy() {
@@ -109,6 +116,22 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
             }
             if (r < a.out_rows) o[r] = x;
             if (r + 8 < a.out_rows) o[r + 8] = y;
+        }
+    }
+    if (a.fuse) { /* SWIGLU, T == 1; every lane of the warp is here */
+        __threadfence();
+        __syncwarp();
+        int span = rb / a.span_rbs, nrb = (a.out_rows + 7) / 8;
+        int need = min(a.span_rbs, nrb - span * a.span_rbs), old = 0;
+        if (lane == 0) old = atomicAdd(&a.span_cnt[span], 1);
+        old = __shfl_sync(0xffffffffu, old, 0);
+        if (old == need - 1) { /* the span's last row block: stage it */
+            __threadfence();
+            const float *act = a.out;
+            const int n = a.out_rows;
+            auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
+            gcu_stage_spans(a.sf, x, span, span + 1, a.sxs, a.sxs + a.sf.kx, a.sxsum, lane, 32);
+            if (lane == 0) a.span_cnt[span] = 0;
         }
     }
 }
@@ -524,6 +547,7 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     if (!fn) return glim_fail(err, GLIM_E_UNSUPPORTED, "matvec: no kernel for this format");
     if (!use_smem) smem = 0;
     MvArgs a;
+    memset(&a, 0, sizeof a);
     a.w = m->w;
     a.nunits = (long long)m->nrb * m->f.nspan;
     a.nspan = m->f.nspan;
@@ -547,6 +571,15 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     a.pf = c->pf_units;
     a.cs = cs;
     a.qoff = m->f.bits == 8 ? 136.0f : 8.0f;
+    a.fuse = c->stage_f && c->T == 1 && c->epi == GCU_EPI_SWIGLU && nb == 1;
+    if (a.fuse) {
+        int span_el = c->stage_f->kind == GCU_KIND_DENSE ? 32 : 512 / c->stage_f->bits;
+        a.span_rbs = span_el / 8;
+        a.sf = *c->stage_f;
+        a.sxs = c->stage_xs;
+        a.sxsum = c->stage_xsum;
+        a.span_cnt = c->span_cnt;
+    }
     void *args[] = {&a};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(GCU_MV_WARPS * 32), smem, st,
                                 c->pdl, args),
