@@ -17,6 +17,7 @@ nvidia-smi -L 2>&1 | tee -a "$S"
 say "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 
 t0=$(date +%s)
+rm -f build/src/cuda/*.o # the Makefile does not track the .cuh headers of the .cu files
 if ! scripts/device_build.sh >"$OUT/build.log" 2>&1; then
     say "BUILD FAILED (tail of build.log follows)"
     tail -30 "$OUT/build.log" | tee -a "$S"
