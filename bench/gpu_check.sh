@@ -6,7 +6,8 @@
 # summary.txt, ncu.txt. Usage: bench/gpu_check.sh [STEP...]
 # steps: tests sanitize quick bench variants profile ncu (default: tests sanitize bench variants
 # profile; quick = a 2-layer bench; ncu = Nsight Compute on a few matvec launches). The build
-# always runs.
+# always runs. SAN_TOOLS (default "memcheck racecheck synccheck") and SAN_T (seconds per tool,
+# default 70) bound the sanitizer step.
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -45,11 +46,11 @@ if has sanitize; then
 : >"$OUT/sanitizer.log"
 FIX=tests/vectors/mlx4_a
 [ -d "$FIX" ] || FIX=tests/vectors/hf_a
-for tool in memcheck racecheck synccheck; do
+for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     echo "== compute-sanitizer --tool $tool: 3-token prompt + 4 decoded tokens on $FIX" >>"$OUT/sanitizer.log"
     F=0
     [ "$tool" = memcheck ] && F=1 # memcheck on the fused SwiGLU-staging decode path too
-    GLIM_CUDA_FUSE=$F timeout 70 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    GLIM_CUDA_FUSE=$F timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
         build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos \
         >>"$OUT/sanitizer.log" 2>&1
     rc=$?
@@ -58,7 +59,7 @@ done
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 echo "== memcheck: 41-token prompt (prefill kernels) + 4 decoded tokens on $FIX8" >>"$OUT/sanitizer.log"
-timeout 70 compute-sanitizer --tool memcheck --error-exitcode 9 \
+timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX8" --backend cuda --tokens "$P" -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
 say "compute-sanitizer memcheck ($FIX8, prefill path): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)) ($(($(date +%s) - t0)) s)"
 fi
