@@ -32,7 +32,7 @@ has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 if has tests; then
 : >"$OUT/tests.log"
-for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward; do
+for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests/test_cuda_hooks; do
     echo "== $t" >>"$OUT/tests.log"
     GLIM_REQUIRE_CUDA=1 timeout 240 "$t" >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"

@@ -16,6 +16,10 @@
 #include "args.h"
 #include "commands.h"
 #include "glimmer.h"
+#include "glimmer_hooks.h"
+#include "model.h"   /* --hooks: a session shell that holds the hooks */
+#include "hooks_ext.h" /* glim_hooks_free for the shell */
+#include "session.h"
 
 #define CMD "glimmer bench"
 
@@ -24,7 +28,7 @@
 
 typedef struct bench_opts {
     const char *dir;
-    int synthetic, layers, n_decode, prompt, variants, bits, group, profile;
+    int synthetic, layers, n_decode, prompt, variants, bits, group, profile, hooks;
     const char *out;
 } bench_opts;
 
@@ -41,6 +45,9 @@ static void bench_help(void) {
            "  --prompt N         prefill length (default 2048; 0 skips)\n"
            "  --variants         also time decode at context 0 with each speed switch off\n"
            "  --profile          also time each kind of kernel alone (GB/s of the matvecs)\n"
+           "  --hooks            also time decode at context 0 with each research hook on\n"
+           "                     (steering, residual capture, FFN census), as a fraction of\n"
+           "                     the speed without hooks\n"
            "  --out FILE         append the result table to FILE\n");
 }
 
@@ -122,6 +129,78 @@ static void emit(FILE *f, const char *fmt, ...) {
         vfprintf(f, fmt, ap);
         va_end(ap);
     }
+}
+
+/* Decode at context 0 with each research hook attached. The hooks live on a session shell (a
+ * glim_model holding only the config, a glim_session holding only the sizes) because the
+ * synthetic model has no glim_model; the CUDA session runs them as it would for glim_eval. */
+static void bench_hooks(gcu_model *m, int vocab, const bench_opts *o, double bw, FILE *out) {
+    glim_model shell_m;
+    glim_session shell_s;
+    memset(&shell_m, 0, sizeof shell_m);
+    memset(&shell_s, 0, sizeof shell_s);
+    shell_m.cfg = config_30b(o->layers);
+    shell_s.model = &shell_m;
+    shell_s.n_ctx = 4096;
+    shell_s.n_batch = 64;
+    glim_error err = {0};
+    glim_directions *d = NULL;
+    if (glim_directions_create(o->layers, 6656, &d, &err) != GLIM_OK) {
+        fprintf(stderr, "%s: --hooks: %s\n", CMD, err.message);
+        return;
+    }
+    float *v = malloc(sizeof(float) * 6656);
+    for (int l = 0; l < o->layers; l++) {
+        for (int i = 0; i < 6656; i++) v[i] = (float)((i * 7 + l) % 13) / 13.0f - 0.5f;
+        glim_directions_set(d, l, v, &err);
+    }
+    free(v);
+    emit(out, "\ndecode @ ctx 0 with research hooks (run on the host between kernels):\n\n"
+              "| hook | tok/s | fraction of the speed without hooks |\n| --- | --- | --- |\n");
+    double base = 0;
+    for (int k = 0; k < 5; k++) {
+        const char *name[] = {"none", "steering (add, every layer)", "steering (ablate + gate)",
+                              "residual capture (every layer, each decoded token)",
+                              "FFN census"};
+        glim_steer_params sp = glim_steer_defaults();
+        glim_capture_params cp;
+        memset(&cp, 0, sizeof cp);
+        glim_census_params cc;
+        memset(&cc, 0, sizeof cc);
+        glim_status st = GLIM_OK;
+        if (k == 1) st = glim_session_steer_push(&shell_s, d, &sp, &err);
+        if (k == 2) {
+            sp.mode = GLIM_STEER_ABLATE;
+            sp.gate = GLIM_GATE_ABS;
+            sp.threshold = 0.1f;
+            st = glim_session_steer_push(&shell_s, d, &sp, &err);
+        }
+        if (k == 3) {
+            cp.select = GLIM_CAPTURE_ALL;
+            cp.max_rows = o->n_decode + 8;
+            st = glim_session_capture_start(&shell_s, &cp, &err);
+        }
+        if (k == 4) st = glim_session_census_start(&shell_s, &cc, &err);
+        gcu_session *s = NULL;
+        if (st == GLIM_OK) st = gcu_session_new(m, 4096, 64, &s, &err);
+        if (st != GLIM_OK) {
+            fprintf(stderr, "%s: --hooks %s: %s\n", CMD, name[k], err.message);
+            break;
+        }
+        gcu_session_set_hooks(s, shell_s.hooks);
+        decode_res r;
+        if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0) {
+            if (k == 0) base = r.tok_s;
+            emit(out, "| %s | %.1f | %.3f |\n", name[k], r.tok_s, base > 0 ? r.tok_s / base : 0.0);
+        }
+        gcu_session_free(s);
+        glim_session_steer_clear(&shell_s);
+        glim_session_capture_stop(&shell_s, &err);
+        glim_session_census_stop(&shell_s);
+    }
+    glim_hooks_free(shell_s.hooks);
+    glim_directions_free(d);
+    free(shell_m.cfg.layer_is_full), free(shell_m.cfg.layer_rope_theta), free(shell_m.cfg.inv_freq);
 }
 
 static int run_bench(const bench_opts *o) {
@@ -225,6 +304,7 @@ static int run_bench(const bench_opts *o) {
         free(p), free(lg);
     }
     gcu_session_free(s);
+    if (o->hooks) bench_hooks(m, vocab, o, bw, out);
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
@@ -256,7 +336,7 @@ static int run_bench(const bench_opts *o) {
 int cmd_bench(int argc, char **argv) {
     glim_args a;
     args_init(&a, CMD, argc, argv);
-    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, NULL};
+    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, 0, NULL};
     while (args_next(&a)) {
         if (args_help(&a)) {
             bench_help();
@@ -279,6 +359,8 @@ int cmd_bench(int argc, char **argv) {
             o.variants = 1;
         } else if (args_switch(&a, "--profile")) {
             o.profile = 1;
+        } else if (args_switch(&a, "--hooks")) {
+            o.hooks = 1;
         } else if (args_flag(&a, "--out", NULL)) {
             o.out = a.val;
         } else if (!a.err) {

@@ -58,6 +58,10 @@ uint64_t gcu_session_bytes(const gcu_model *m, int n_ctx, int n_batch);
 glim_status gcu_session_new(gcu_model *m, int n_ctx, int n_batch, gcu_session **out,
                             glim_error *err);
 void gcu_session_free(gcu_session *s);
+/* Attaches research hooks (src/hooks.h) to a session; NULL detaches. glim_eval sets them from the
+ * glim_session on each call; the benchmark sets them directly. */
+struct glim_hooks;
+void gcu_session_set_hooks(gcu_session *s, struct glim_hooks *h);
 /* Runs n tokens at positions pos..pos+n-1 (n <= n_batch), logits as in glim_eval. */
 glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n, int pos,
                         glim_logits_mode mode, float *logits, glim_error *err);

@@ -19,6 +19,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "hooks.h"
 #include "session.h"
 }
 
@@ -401,7 +402,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
-    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits);
+    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
     if (s->ev1) cudaEventDestroy(s->ev1);
     if (s->st) cudaStreamDestroy(s->st);
@@ -473,6 +474,9 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_logits, 4ull * g->vocab), "pinned", err);
+    size_t hook_row = (size_t)(g->hidden > g->inter ? g->hidden : g->inter);
+    if (st == GLIM_OK)
+        st = gcu_check(cudaMallocHost((void **)&s->h_host, 4ull * GCU_TMAX * hook_row), "pinned", err);
     if (st == GLIM_OK) st = gcu_check(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "stream", err);
     if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev0), "event", err);
     if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev1), "event", err);
@@ -585,7 +589,7 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
  * by a stage kernel. */
 static glim_status gate_up(gcu_session *s, const gcu_layer *y, int T, glim_error *err) {
     const gcu_model *g = s->m;
-    if (T == 1 && g->opt.fuse_act) {
+    if (T == 1 && g->opt.fuse_act && !s->hooks) { /* the census needs the SwiGLU rows */
         gcu_mv_call c;
         memset(&c, 0, sizeof c);
         c.m = &y->gu;
@@ -615,6 +619,54 @@ static glim_status gate_up(gcu_session *s, const gcu_layer *y, int T, glim_error
     return st;
 }
 
+/* All-reduces a partial-sum buffer across tensor-parallel ranks (nothing on one GPU). */
+static glim_status reduce(gcu_session *s, float *buf, int T, glim_error *err) {
+    if (!s->allreduce) return GLIM_OK;
+    return s->allreduce(s->allreduce_ctx, buf, (size_t)T * s->m->hidden, s->st, err);
+}
+
+/* Hooks, on the host: rows [T][width] of a device buffer go down, fn sees them (and may change
+ * them), and when `back` they go up again. Synchronises the stream: hooks never run in a graph. */
+static glim_status hook_round_trip(gcu_session *s, float *dev, int T, int width, int back,
+                                   int layer, int pos0, int is_prefill, int is_act, glim_error *err) {
+    size_t bytes = 4ull * T * width;
+    glim_status st = gcu_check(cudaMemcpyAsync(s->h_host, dev, bytes, cudaMemcpyDeviceToHost, s->st),
+                               "hook copy", err);
+    if (st == GLIM_OK) st = gcu_check(cudaStreamSynchronize(s->st), "hook copy", err);
+    if (st != GLIM_OK) return st;
+    if (is_act) glim_hooks_ffn_act(s->hooks, layer, s->h_host, T, pos0, is_prefill);
+    else glim_hooks_layer_output(s->hooks, layer, s->h_host, T, pos0, is_prefill);
+    if (!back) return GLIM_OK;
+    return gcu_check(cudaMemcpyAsync(dev, s->h_host, bytes, cudaMemcpyHostToDevice, s->st),
+                     "hook copy", err);
+}
+
+/* The end of layer l: h += post-FFN norm of the down output, then the input norm of the next
+ * layer (or the final norm) staged for its matvec. One fused kernel, unless hooks must see h
+ * in between. */
+static glim_status layer_end(gcu_session *s, int l, int T, int head_rows, glim_error *err) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[l];
+    const int Hd = g->hidden, last = l + 1 == g->L;
+    if (last && !head_rows && !s->hooks) return GLIM_OK; /* prefill without the head */
+    const float *w_next = last ? g->w_final : g->layer[l + 1].w_in;
+    int norm_next = last ? GCU_NORM_PLAIN : GCU_NORM_CENTERED;
+    const gcu_xfmt *f_next = last ? &g->head.f : &g->layer[l + 1].qkvg.f;
+    /* the head only needs the last head_rows rows */
+    size_t off = last ? (size_t)(T - head_rows) * Hd : 0;
+    int rows = last ? head_rows : T;
+    if (!s->hooks)
+        return stage(s, GCU_ST_RESID, rows, Hd, s->h + off, s->dout + off, y->w_post_ffn,
+                     g->post_eps, norm_next, w_next, g->rms_eps, f_next, s->xs_h, s->xsum_h, err);
+    glim_status st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
+                           GCU_NORM_NONE, NULL, 0, f_next, NULL, NULL, err);
+    if (st == GLIM_OK) /* steering first, then capture: both inside the hooks' own order */
+        st = hook_round_trip(s, s->h, T, Hd, 1, l, s->h_step[0], head_rows == 0, 0, err);
+    if (st != GLIM_OK || !rows) return st;
+    return stage(s, GCU_ST_PLAIN, rows, Hd, NULL, s->h + off, NULL, 0, norm_next, w_next,
+                 g->rms_eps, f_next, s->xs_h, s->xsum_h, err);
+}
+
 /* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0
  * (no head), 1 (the last token's logits) or T (every token's). */
 static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err) {
@@ -628,25 +680,22 @@ static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err
                      qkvg_rows(g), err)) ||
             (st = attention(s, l, T, err)) ||
             (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
+            (st = reduce(s, s->oout, T, err)) ||
             (st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
                         GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
-            (st = gate_up(s, y, T, err)) ||
-            (st = mv(s, &y->down, s->xs_i, s->xsum_i, T, GCU_EPI_STORE, s->dout, Hd, Hd, err)))
+            (st = gate_up(s, y, T, err)))
             break;
-        if (l + 1 < g->L)
-            st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
-                       GCU_NORM_CENTERED, g->layer[l + 1].w_in, g->rms_eps, &g->layer[l + 1].qkvg.f,
-                       s->xs_h, s->xsum_h, err);
+        if (s->hooks &&
+            (st = hook_round_trip(s, s->act, T, g->inter, 0, l, s->h_step[0], head_rows == 0, 1, err)))
+            break;
+        if ((st = mv(s, &y->down, s->xs_i, s->xsum_i, T, GCU_EPI_STORE, s->dout, Hd, Hd, err)) ||
+            (st = reduce(s, s->dout, T, err)) ||
+            (st = layer_end(s, l, T, head_rows, err)))
+            break;
     }
     if (st != GLIM_OK || !head_rows) return st;
-    size_t off = (size_t)(T - head_rows) * Hd;
-    st = stage(s, GCU_ST_RESID, head_rows, Hd, s->h + off, s->dout + off,
-               g->layer[g->L - 1].w_post_ffn, g->post_eps, GCU_NORM_PLAIN, g->w_final, g->rms_eps,
-               &g->head.f, s->xs_h, s->xsum_h, err);
-    if (st == GLIM_OK)
-        st = mv(s, &g->head, s->xs_h, s->xsum_h, head_rows, GCU_EPI_SOFTCAP, s->logits, g->vocab,
-                g->vocab, err);
-    return st;
+    return mv(s, &g->head, s->xs_h, s->xsum_h, head_rows, GCU_EPI_SOFTCAP, s->logits, g->vocab,
+              g->vocab, err);
 }
 
 static glim_status capture_graph(gcu_session *s, glim_error *err) {
@@ -684,7 +733,7 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
         st = gcu_check(cudaMemcpyAsync(s->d_step, s->h_step, 4ull * (T + 1), cudaMemcpyHostToDevice,
                                        s->st), "step upload", err);
         if (st != GLIM_OK) break;
-        int use_graph = T == 1 && rows == 1 && g->opt.graph && s->graph_state >= 0;
+        int use_graph = T == 1 && rows == 1 && g->opt.graph && s->graph_state >= 0 && !s->hooks;
         if (use_graph && s->graph_state == 0) {
             glim_error ce;
             if (capture_graph(s, &ce) == GLIM_OK) {
@@ -709,6 +758,7 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
         if (st == GLIM_OK && rows > 1)
             st = gcu_check(cudaMemcpy(dst, s->logits, 4ull * rows * g->vocab,
                                       cudaMemcpyDeviceToHost), "logits", err);
+        if (st == GLIM_OK && s->hooks) glim_hooks_pass_end(s->hooks, pos + done, T, rows == 0);
         done += T;
     }
     cudaEventRecord(s->ev1, s->st);
@@ -721,6 +771,8 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
 }
 
 extern "C" double gcu_session_last_gpu_ms(const gcu_session *s) { return s->last_ms; }
+
+extern "C" void gcu_session_set_hooks(gcu_session *s, struct glim_hooks *h) { s->hooks = h; }
 
 /* ---- isolated kernel timings (bench --profile) ------------------------------------------- */
 
@@ -882,11 +934,9 @@ static glim_status be_session_init(glim_session *s, void **state, glim_error *er
 static void be_session_free(glim_session *s, void *state) { gcu_session_free((gcu_session *)state); }
 static glim_status be_forward(glim_session *s, const int32_t *tokens, int n, glim_logits_mode mode,
                               float *logits, glim_error *err) {
-    if (s->hooks)
-        return glim_fail(err, GLIM_E_UNSUPPORTED, "CUDA backend: hooks (steering, residual "
-                         "capture, FFN census) run on the CPU backend; open the model with "
-                         "backend \"cpu\" to use them");
-    return gcu_forward((gcu_session *)s->backend_state, tokens, n, s->pos, mode, logits, err);
+    gcu_session *g = (gcu_session *)s->backend_state;
+    g->hooks = s->hooks; /* hooks run on the host between kernels (see hook_round_trip) */
+    return gcu_forward(g, tokens, n, s->pos, mode, logits, err);
 }
 
 static const glim_backend glim_backend_cuda = {

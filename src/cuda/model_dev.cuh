@@ -46,6 +46,16 @@ struct gcu_session {
     double last_ms;
     int x_global; /* profiling: matvecs read x from global memory instead of shared */
     int *span_cnt; /* fused SwiGLU staging: per span of the down input, zero */
+    /* Research hooks (src/hooks.h), applied on the host between kernels: the residual rows go
+     * down to h_host after each layer's FFN residual add and come back steered; the SwiGLU rows
+     * go down for the census. NULL: no hooks, and the graph path runs untouched. */
+    struct glim_hooks *hooks;
+    float *h_host;   /* pinned [GCU_TMAX][max(hidden, intermediate)] */
+    /* Tensor parallelism (tp_nccl.cu): all-reduces the partial sums of o_proj and down_proj, in
+     * place, on the session's stream. NULL on one GPU. */
+    glim_status (*allreduce)(void *ctx, float *buf, size_t count, cudaStream_t st,
+                             glim_error *err);
+    void *allreduce_ctx;
 };
 
 /* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */
