@@ -67,7 +67,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+	$(NVCC) $(NVCCFLAGS) -MD -MF $(@:.o=.d) -c -o $@ $<
 
 test: deps
 	@$(MAKE) --no-print-directory all
@@ -90,4 +90,4 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libglimmer.a
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(CU_OBJ:.o=.d)
