@@ -187,9 +187,10 @@ extern "C" glim_status gcu_stage_init(glim_error *err) {
 
 static glim_status stage_launch(const gcu_stage_call *c, float *xout, cudaStream_t st,
                                 glim_error *err) {
-    int rows = 1 + (c->op == GCU_ST_RESID ? 2 : 0) +
-               (c->norm_out == GCU_NORM_CENTERED || c->norm_out == GCU_NORM_PLAIN ? 1 : 0);
-    if (c->op == GCU_ST_EMBED) rows = 4; /* the w_out copy sits at 3K */
+    /* shared rows: the row at 0, h at K and w_add at 2K (RESID), w_out at 3K whenever there is
+     * an output norm with a gain (PLAIN included), so the size follows the highest slot used */
+    int has_w_out = c->norm_out == GCU_NORM_CENTERED || c->norm_out == GCU_NORM_PLAIN;
+    int rows = has_w_out || c->op == GCU_ST_EMBED ? 4 : c->op == GCU_ST_RESID ? 3 : 1;
     size_t smem = (size_t)c->K * sizeof(float) * rows;
     if (smem > ST_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "stage: width %d needs %zu bytes of shared "
