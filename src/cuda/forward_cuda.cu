@@ -491,8 +491,9 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
 
 /* ---- the forward -------------------------------------------------------------------------- */
 
-static glim_status mv(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs, const float *xsum,
-                      int T, int epi, float *out, int ldo, int out_rows, glim_error *err) {
+/* A matrix-vector call with the session's scratch and the model's options filled in. */
+static gcu_mv_call mv_call(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs,
+                           const float *xsum, int T, int epi, float *out, int ldo, int out_rows) {
     const gcu_model *g = s->m;
     gcu_mv_call c;
     memset(&c, 0, sizeof c);
@@ -512,6 +513,12 @@ static glim_status mv(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs,
     c.pf_units = g->opt.pf_units;
     c.bps = g->opt.bps;
     c.pdl = g->opt.pdl;
+    return c;
+}
+
+static glim_status mv(gcu_session *s, const gcu_mat *M, const __nv_bfloat16 *xs, const float *xsum,
+                      int T, int epi, float *out, int ldo, int out_rows, glim_error *err) {
+    gcu_mv_call c = mv_call(s, M, xs, xsum, T, epi, out, ldo, out_rows);
     return gcu_mv_launch(&c, s->st, err);
 }
 
@@ -590,22 +597,8 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
 static glim_status gate_up(gcu_session *s, const gcu_layer *y, int T, glim_error *err) {
     const gcu_model *g = s->m;
     if (T == 1 && g->opt.fuse_act && !s->hooks) { /* the census needs the SwiGLU rows */
-        gcu_mv_call c;
-        memset(&c, 0, sizeof c);
-        c.m = &y->gu;
-        c.xs = s->xs_h;
-        c.xsum = s->xsum_h;
-        c.T = 1;
-        c.epi = GCU_EPI_SWIGLU;
-        c.out = s->act;
-        c.ldo = g->inter;
-        c.out_rows = g->inter;
-        c.partial = s->mv_part;
-        c.counters = s->mv_cnt;
-        c.smem = !s->x_global;
-        c.pf_units = g->opt.pf_units;
-        c.bps = g->opt.bps;
-        c.pdl = g->opt.pdl;
+        gcu_mv_call c = mv_call(s, &y->gu, s->xs_h, s->xsum_h, 1, GCU_EPI_SWIGLU, s->act, g->inter,
+                                g->inter);
         c.stage_f = &y->down.f;
         c.stage_xs = s->xs_i;
         c.stage_xsum = s->xsum_i;
