@@ -5,32 +5,8 @@
 # and --capture writing a file. Prints PASS / FAIL / SKIP lines.
 build=${1:-build}
 B=$build/glimmer
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-pass() { echo "PASS hooks_$1"; }
-fail() { echo "FAIL hooks_$1: $2"; }
-skip() { echo "SKIP hooks_$1: $2"; }
-
-# expect NAME CODE PATTERN CMD...: exit CODE and PATTERN (grep -E) in stdout+stderr.
-expect() {
-    name=$1 code=$2 pat=$3
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    if [ "$rc" -ne "$code" ]; then
-        fail "$name" "exit $rc, expected $code; stderr: $(head -c 400 "$tmp/err")"
-    elif [ -n "$pat" ] && ! cat "$tmp/out" "$tmp/err" | grep -q -E -e "$pat"; then
-        fail "$name" "output does not match '$pat': $(head -c 400 "$tmp/err")"
-    else
-        pass "$name"
-    fi
-}
-
-if [ ! -x "$B" ]; then
-    fail binary "$B not built"
-    exit 1
-fi
+PREFIX=hooks
+. "$(dirname "$0")/testlib.sh"
 
 expect help 0 "direction\.N" "$B" steer-extract --help
 expect missing_negative 2 "missing --positive FILE or --negative FILE" "$B" steer-extract -m x --positive a -o o.gguf
