@@ -258,10 +258,10 @@ static int run_bench(const bench_opts *o) {
     if (o->profile) {
         float *lg = malloc(sizeof(float) * vocab);
         int32_t t1 = 1;
-        gcu_prof_row rows[16];
+        gcu_prof_row rows[32];
         int n = 0;
         if (gcu_forward(s, &t1, 1, 0, GLIM_LOGITS_LAST, lg, &err) == GLIM_OK)
-            n = gcu_profile(s, 0, rows, 16, &err);
+            n = gcu_profile(s, 0, rows, 32, &err);
         emit(out, "| kernel alone (20 back to back, no PDL) | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
         for (int i = 0; i < n; i++) {
             if (rows[i].bytes > 0)
@@ -308,15 +308,18 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[8];
+        struct { const char *name; gcu_options o; } v[12];
         int nv = 0;
-        v[nv].name = "default (graph, no PDL, no L2 prefetch, 3 matvec blocks/SM)", v[nv++].o = base;
+        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 64 registers)", v[nv++].o = base;
         v[nv].name = "PDL", v[nv].o = base, v[nv++].o.pdl = 1;
-        v[nv].name = "PDL + L2 prefetch 16", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
+        v[nv].name = "PDL + L2 prefetch 4 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 4;
+        v[nv].name = "PDL + L2 prefetch 16 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
+        v[nv].name = "L2 prefetch 8 units", v[nv].o = base, v[nv++].o.pf_units = 8;
+        v[nv].name = "1 decode matvec block per SM (128 registers)", v[nv].o = base, v[nv++].o.dmv_blocks = 1;
+        v[nv].name = "PDL + 1 block per SM", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.dmv_blocks = 1;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
-        v[nv].name = "L2 prefetch 8", v[nv].o = base, v[nv++].o.pf_units = 8;
-        v[nv].name = "2 matvec blocks per SM", v[nv].o = base, v[nv++].o.bps = 2;
-        v[nv].name = "SwiGLU staging fused into gate/up", v[nv].o = base, v[nv++].o.fuse_act = 1;
+        v[nv].name = "generic path (stage kernels + qmatvec.cu)", v[nv].o = base, v[nv++].o.fast = 0;
+        v[nv].name = "generic path, SwiGLU staging fused", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.fuse_act = 1;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
             if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;

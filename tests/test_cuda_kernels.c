@@ -106,6 +106,11 @@ static void compare(const char *what, const float *gpu, const float *ref, size_t
           gpu[worst], ref[worst], mref, elem_tol);
 }
 
+static glim_vector vec_f32(const float *v, int n) {
+    glim_vector g = {n, GLIM_DT_F32, v, "w"};
+    return g;
+}
+
 static void check_matvec(int64_t rows, int64_t cols, int bits, int group, glim_dtype sdt, int T,
                          int smem) {
     hmat h = make_mat(rows, cols, bits, group, sdt, 0.1f);
@@ -197,9 +202,74 @@ static void matvec_swiglu_softcap(void) {
     }
 }
 
-static glim_vector vec_f32(const float *v, int n) {
-    glim_vector g = {n, GLIM_DT_F32, v, "w"};
-    return g;
+
+/* The decode kernel with its input made in the kernel (decode_mv.cu), against the CPU: the
+ * same norms as residual_norms, then the matrix product. pro 0: x = src; 1: x = norm(src);
+ * 2: h' = h + centred_norm(src), x = norm(h'). Both register budgets (1 and 2 blocks per SM).
+ * Tolerance as check_matvec: the 4-bit values enter as 128+q and the offset is taken back
+ * through sums of the staged x, which must not cost more than the hi/lo split itself. */
+static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
+                         int epi, int centered, int minb) {
+    hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
+    int swiglu = epi == GCU_EPI_SWIGLU;
+    if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
+    float *h = rand_vec((size_t)K, 5.0f), *src = rand_vec((size_t)K, pro == 0 ? 2.0f : 0.05f);
+    float *wa = rand_vec((size_t)K, 0.3f), *wo = rand_vec((size_t)K, 0.3f);
+    if (!centered)
+        for (int64_t i = 0; i < K; i++) wo[i] += 1.0f;
+    float *x = malloc(sizeof(float) * K), *rh = malloc(sizeof(float) * K), *gh = malloc(sizeof(float) * K);
+    float *ref = malloc(sizeof(float) * rows), *ru = malloc(sizeof(float) * rows), *out = malloc(sizeof(float) * rows);
+    glim_vector va = vec_f32(wa, (int)K), vo = vec_f32(wo, (int)K);
+    if (pro == 0) {
+        memcpy(x, src, sizeof(float) * K);
+    } else if (pro == 1) {
+        cpu_rmsnorm(x, src, (int)K, &vo, centered, 1e-5f);
+    } else {
+        cpu_rmsnorm(rh, src, (int)K, &va, 1, 1e-6f);
+        for (int64_t i = 0; i < K; i++) rh[i] += h[i];
+        cpu_rmsnorm(x, rh, (int)K, &vo, centered, 1e-5f);
+    }
+    cpu_matmul(NULL, ref, x, 1, &W.m);
+    if (swiglu) {
+        cpu_matmul(NULL, ru, x, 1, &U.m);
+        cpu_swiglu(ref, ref, ru, (int)rows);
+    }
+    if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, minb};
+    glim_error err;
+    glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
+    char what[200];
+    snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
+             "blocks/SM %d", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             epi, centered ? "centred" : "plain", minb);
+    CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+    if (st == GLIM_OK) {
+        compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
+        if (pro == 2) compare("decode matvec: residual written by block 0", gh, rh, (size_t)K, 1e-5, 1e-5);
+    }
+    free(h), free(src), free(wa), free(wo), free(x), free(rh), free(gh), free(ref), free(ru), free(out);
+    free_mat(&W);
+    if (swiglu) free_mat(&U);
+}
+
+static void decode_matvec(void) {
+    NEED_GPU();
+    for (int minb = 1; minb <= 2; minb++) {
+        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, minb);
+        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, minb);
+        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, minb);
+        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, minb);
+        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, minb);
+        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, minb);
+        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, minb);
+        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, minb);
+        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, minb);
+        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, minb);
+        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, minb);
+        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, minb);
+        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, minb);
+        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, minb);
+    }
 }
 
 static void residual_norms(void) {
@@ -341,6 +411,7 @@ int main(void) {
     RUN(matvec_dense);
     RUN(matvec_split_rows);
     RUN(matvec_swiglu_softcap);
+    RUN(decode_matvec);
     RUN(residual_norms);
     RUN(embedding);
     RUN(qk_prep);

@@ -29,7 +29,8 @@ typedef struct gcu_model gcu_model;
 typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
- * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE override the defaults). */
+ * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
+ * GLIM_CUDA_DMV_BLOCKS override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 0) */
@@ -37,6 +38,9 @@ typedef struct gcu_options {
     int bps;       /* decode matrix-vector blocks per SM (default 3) */
     int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */
     int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
+    int fast;      /* decode through decode_mv.cu (norms inside the matvecs, 5 kernels per layer;
+                      GLIM_CUDA_FAST, default 1) instead of stage kernels + the generic matvec */
+    int dmv_blocks;/* decode matvec blocks per SM, 1 or 2 (GLIM_CUDA_DMV_BLOCKS, default 2) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -94,6 +98,25 @@ enum { GCU_EPI_STORE = 0, GCU_EPI_SWIGLU = 1, GCU_EPI_SOFTCAP = 2 };
  * returns silu(W x) * (W2 x). smem: 1 stages x in shared memory (T <= 2), 0 reads it from global. */
 glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *W2, const float *x, int T,
                             int epi, float mult, float cap, int smem, float *out, glim_error *err);
+
+/* The decode matrix-vector kernel with its input prepared in the kernel (pro: 0 raw x = src,
+ * 1 x = norm_out(src), 2 h' = h_in + centred_norm(src; w_add) then x = norm_out(h')); returns
+ * W x through epilogue epi (SWIGLU: W2 is up, out = silu(W x) * (W2 x)), and h' for mode 2. */
+typedef struct gcu_test_dmv {
+    int pro, K;
+    const float *src, *h_in;     /* [K]; h_in for mode 2 */
+    const float *w_add;          /* mode 2: gain of the centred norm on src */
+    float eps_add;
+    const float *w_out;          /* modes 1, 2: gain of the output norm */
+    int out_centered;
+    float eps_out;
+    int epi;
+    float mult, cap;
+    int minb;                    /* 1 or 2 blocks per SM: the two register budgets */
+} gcu_test_dmv;
+glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
+                                   const gcu_test_dmv *p, float *out, float *h_out,
+                                   glim_error *err);
 
 /* One token's norm stage: h' = h + norm(src) (mode 2) and x = norm_out(h'); returns h' and x. */
 typedef struct gcu_test_norm {

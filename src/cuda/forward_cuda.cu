@@ -38,6 +38,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.bps = env_int("GLIM_CUDA_BPS", 3);
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
+    o.fast = env_int("GLIM_CUDA_FAST", 1);
+    o.dmv_blocks = env_int("GLIM_CUDA_DMV_BLOCKS", 2) == 1 ? 1 : 2;
     return o;
 }
 
@@ -77,19 +79,6 @@ static void rows_qkvg(void *ctx, int r, gcu_rowsrc *o) {
             return;
         }
 }
-typedef struct src_gu { const glim_layer *w; int inter; } src_gu;
-static void rows_gu(void *ctx, int r, gcu_rowsrc *o) {
-    const src_gu *c = (const src_gu *)ctx;
-    int rb = r / 16, k = r % 16, row = rb * 8 + (k & 7);
-    if (row >= c->inter) return;
-    o->m = k < 8 ? &c->w->mlp_gate : &c->w->mlp_up;
-    o->r = row;
-}
-static void rows_plain(void *ctx, int r, gcu_rowsrc *o) {
-    o->m = (const glim_matrix *)ctx;
-    o->r = r;
-}
-
 static glim_status fmt_same(const glim_matrix *a, const glim_matrix *b, glim_error *err) {
     if (a->bits == b->bits && a->group_size == b->group_size && a->dtype == b->dtype &&
         a->cols == b->cols)
@@ -255,18 +244,18 @@ extern "C" glim_status gcu_model_upload(const glim_model *m, int progress, gcu_m
         const glim_layer *y = &w->layer[l];
         gcu_layer *d = &g->layer[l];
         src_qkvg sq = {y, Q, KV};
-        src_gu sg = {y, g->inter};
+        gcu_mat_pair sg = {&y->mlp_gate, &y->mlp_up};
         if ((s = gcu_mat_upload(&d->qkvg, rows_qkvg, &sq, err)) ||
-            (s = gcu_mat_upload(&d->o, rows_plain, (void *)&y->o, err)) ||
-            (s = gcu_mat_upload(&d->gu, rows_gu, &sg, err)) ||
-            (s = gcu_mat_upload(&d->down, rows_plain, (void *)&y->mlp_down, err)) ||
+            (s = gcu_mat_upload(&d->o, gcu_rows_plain, (void *)&y->o, err)) ||
+            (s = gcu_mat_upload(&d->gu, gcu_rows_swiglu, &sg, err)) ||
+            (s = gcu_mat_upload(&d->down, gcu_rows_plain, (void *)&y->mlp_down, err)) ||
             (s = vec_upload(&d->w_in, &y->input_norm, err)) ||
             (s = vec_upload(&d->w_post_attn, &y->post_attn_norm, err)) ||
             (s = vec_upload(&d->w_pre_ffn, &y->pre_ffn_norm, err)) ||
             (s = vec_upload(&d->w_post_ffn, &y->post_ffn_norm, err)))
             break;
     }
-    if (s == GLIM_OK) s = gcu_mat_upload(&g->head, rows_plain, (void *)&w->lm_head, err);
+    if (s == GLIM_OK) s = gcu_mat_upload(&g->head, gcu_rows_plain, (void *)&w->lm_head, err);
     if (s == GLIM_OK) s = vec_upload(&g->w_final, &w->final_norm, err);
     if (s == GLIM_OK) s = upload_embed(g, &w->embed, err);
     g_progress.on = 0;
@@ -324,6 +313,8 @@ extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
 }
 
 /* ---- sessions ---------------------------------------------------------------------------- */
+
+static int fast_fits(const gcu_model *g);
 
 static int ring_rows(const gcu_model *g, int l, int n_ctx) {
     if (g->is_full[l]) return n_ctx;
@@ -388,7 +379,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
 
 extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
     sess_plan p = plan_session(g, n_ctx);
-    return p.kv + 3 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
+    return p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
            p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
            4ull * (g->inter / 32 + 2);
 }
@@ -398,7 +389,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     if (s->graph) cudaGraphExecDestroy(s->graph);
     for (int l = 0; s->kc && l < s->m->L; l++) cudaFree(s->kc[l]), cudaFree(s->vc[l]);
     free(s->kc), free(s->vc), free(s->R);
-    void *bufs[] = {s->h, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
+    void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
@@ -446,6 +437,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
 #define DA(ptr, bytes) \
     if (st == GLIM_OK) st = gcu_check(cudaMalloc((void **)&(ptr), (bytes) ? (bytes) : 16), "session buffer " #ptr, err)
     DA(s->h, p.h);
+    DA(s->h2, p.h);
     DA(s->qkvg, p.qkvg);
     DA(s->qn, p.q);
     DA(s->aout, p.q);
@@ -470,6 +462,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->span_cnt, 4ull * max_span);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->span_cnt, 0, 4ull * max_span), "memset", err);
 #undef DA
+    s->fast = g->opt.fast && fast_fits(g);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
@@ -550,7 +543,9 @@ static glim_status stage(gcu_session *s, int op, int T, int K, float *h, const f
 
 static int span_elems(const gcu_xfmt *f) { return f->kind == GCU_KIND_DENSE ? 32 : 512 / f->bits; }
 
-static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
+/* Attention of layer l; stage_o: also stage the o_proj input for the generic matvec (the
+ * decode_mv.cu path reads the fp32 output itself). */
+static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
     int G = g->H / g->Hkv;
@@ -578,7 +573,7 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
     c.part = s->att_part;
     c.counters = s->att_cnt;
     c.aout = s->aout;
-    int whole = (G * g->D) % span_elems(&y->o.f) == 0 && y->o.f.K == g->H * g->D;
+    int whole = stage_o && (G * g->D) % span_elems(&y->o.f) == 0 && y->o.f.K == g->H * g->D;
     c.f = whole ? &y->o.f : NULL;
     c.xs = s->xs_q;
     c.xsum = s->xsum_q;
@@ -586,7 +581,7 @@ static glim_status attention(gcu_session *s, int l, int T, glim_error *err) {
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);
-    if (st == GLIM_OK && !whole)
+    if (st == GLIM_OK && stage_o && !whole)
         st = stage(s, GCU_ST_PLAIN, T, g->H * g->D, NULL, s->aout, NULL, 0, GCU_NORM_NONE, NULL,
                    0, &y->o.f, s->xs_q, s->xsum_q, err);
     return st;
@@ -660,18 +655,107 @@ static glim_status layer_end(gcu_session *s, int l, int T, int head_rows, glim_e
                  g->rms_eps, f_next, s->xs_h, s->xsum_h, err);
 }
 
+/* ---- decode through decode_mv.cu: 5 kernels per layer ------------------------------------ */
+
+/* Whether every matrix of the model can take the decode_mv.cu kernel (shared memory). */
+static int fast_fits(const gcu_model *g) {
+    for (int l = 0; l < g->L; l++) {
+        const gcu_layer *y = &g->layer[l];
+        if (!gcu_dmv_fits(&y->qkvg, GCU_PRO_RESID, g->hidden) ||
+            !gcu_dmv_fits(&y->o, GCU_PRO_RAW, g->H * g->D) ||
+            !gcu_dmv_fits(&y->gu, GCU_PRO_RESID, g->hidden) ||
+            !gcu_dmv_fits(&y->down, GCU_PRO_RAW, g->inter))
+            return 0;
+    }
+    return gcu_dmv_fits(&g->head, GCU_PRO_RESID, g->hidden);
+}
+
+/* One decode matvec. pro RAW: x = src (width K). NORM: x = norm_out(src). RESID:
+ * h_out = h_in + centred_post_norm(src; w_add), x = norm_out(h_out). norm_out is the centred
+ * pre-norm w_out, or the plain final norm for the head. */
+static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const float *src,
+                       const float *h_in, float *h_out, const float *w_add, const float *w_out,
+                       int epi, float *out, int out_rows, glim_error *err) {
+    const gcu_model *g = s->m;
+    gcu_dmv_call c;
+    memset(&c, 0, sizeof c);
+    c.m = M;
+    c.pro = pro;
+    c.K = K;
+    c.src = src;
+    c.h_in = h_in;
+    c.h_out = h_out;
+    c.w_add = w_add;
+    c.eps_add = g->post_eps;
+    c.norm_out = M == &g->head ? GCU_NORM_PLAIN : GCU_NORM_CENTERED;
+    c.w_out = w_out;
+    c.eps_out = g->rms_eps;
+    c.epi = epi;
+    c.out = out;
+    c.out_rows = out_rows;
+    c.mult = g->out_mult;
+    c.cap = g->softcap;
+    c.partial = s->mv_part;
+    c.counters = s->mv_cnt;
+    c.pf_units = g->opt.pf_units;
+    c.pdl = g->opt.pdl;
+    c.minb = g->opt.dmv_blocks;
+    return gcu_dmv_launch(&c, s->st, err);
+}
+
+/* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
+ * previous layer's FFN residual add), gate/up reads h2 (h at layer 0) and writes h. */
+static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[l];
+    const int Hd = g->hidden, qr = qkvg_rows(g);
+    glim_status st;
+    if (l == 0)
+        st = dmv(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
+                 s->qkvg, qr, err);
+    else
+        st = dmv(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
+                 y->w_in, GCU_EPI_STORE, s->qkvg, qr, err);
+    if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
+    if (st == GLIM_OK)
+        st = dmv(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
+                 s->oout, Hd, err);
+    if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
+    if (st == GLIM_OK)
+        st = dmv(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h, y->w_post_attn,
+                 y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter, err);
+    if (st == GLIM_OK)
+        st = dmv(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
+                 s->dout, Hd, err);
+    if (st == GLIM_OK) st = reduce(s, s->dout, 1, err);
+    return st;
+}
+
+/* One decoded token with its logits: embedding, the layers, then the head, whose prologue does
+ * the last FFN residual add and the final norm. */
+static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
+    const gcu_model *g = s->m;
+    glim_status st = stage(s, GCU_ST_EMBED, 1, g->hidden, s->h, NULL, NULL, g->rms_eps,
+                           GCU_NORM_NONE, NULL, 0, NULL, NULL, NULL, err);
+    for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
+    if (st != GLIM_OK) return st;
+    return dmv(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
+               g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
+}
+
 /* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0
  * (no head), 1 (the last token's logits) or T (every token's). */
 static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
+    if (T == 1 && head_rows == 1 && s->fast && !s->hooks) return enqueue_decode(s, err);
     glim_status st = stage(s, GCU_ST_EMBED, T, Hd, s->h, NULL, NULL, g->rms_eps, GCU_NORM_CENTERED,
                            g->layer[0].w_in, g->rms_eps, &g->layer[0].qkvg.f, s->xs_h, s->xsum_h, err);
     for (int l = 0; st == GLIM_OK && l < g->L; l++) {
         const gcu_layer *y = &g->layer[l];
         if ((st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, T, GCU_EPI_STORE, s->qkvg, qkvg_rows(g),
                      qkvg_rows(g), err)) ||
-            (st = attention(s, l, T, err)) ||
+            (st = attention(s, l, T, 1, err)) ||
             (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
             (st = reduce(s, s->oout, T, err)) ||
             (st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
@@ -787,7 +871,7 @@ static glim_status prof_run_stage_i(gcu_session *s, const void *ctx, glim_error 
                  &g->layer[0].down.f, s->xs_i, s->xsum_i, err);
 }
 static glim_status prof_run_attn(gcu_session *s, const void *ctx, glim_error *err) {
-    return attention(s, *(const int *)ctx, 1, err);
+    return attention(s, *(const int *)ctx, 1, 1, err);
 }
 
 /* Device ms of one launch of fn: reps launches back to back between two events (launch gaps
@@ -816,13 +900,32 @@ static glim_status prof_run_layer(gcu_session *s, const void *ctx, glim_error *e
     if ((st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_in, g->rms_eps, &y->qkvg.f, s->xs_h, s->xsum_h, err)) ||
         (st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, 1, GCU_EPI_STORE, s->qkvg, qr, qr, err)) ||
-        (st = attention(s, 0, 1, err)) ||
+        (st = attention(s, 0, 1, 1, err)) ||
         (st = mv(s, &y->o, s->xs_q, s->xsum_q, 1, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
         (st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
         (st = gate_up(s, y, 1, err)))
         return st;
     return mv(s, &y->down, s->xs_i, s->xsum_i, 1, GCU_EPI_STORE, s->dout, Hd, Hd, err);
+}
+
+typedef struct prof_dmv {
+    const gcu_mat *M;
+    int pro, K;
+    const float *src, *h_in;
+    float *h_out;
+    const float *w_add, *w_out;
+    int epi;
+    float *out;
+    int rows;
+} prof_dmv;
+static glim_status prof_run_dmv(gcu_session *s, const void *ctx, glim_error *err) {
+    const prof_dmv *p = (const prof_dmv *)ctx;
+    return dmv(s, p->M, p->pro, p->K, p->src, p->h_in, p->h_out, p->w_add, p->w_out, p->epi, p->out,
+               p->rows, err);
+}
+static glim_status prof_run_fast_layer(gcu_session *s, const void *ctx, glim_error *err) {
+    return decode_layer(s, *(const int *)ctx, err);
 }
 
 extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
@@ -844,6 +947,33 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
         snprintf(rows[n].name, sizeof rows[n].name, "%s", names[k]);
         rows[n].bytes = (double)mvs[k].M->bytes;
         rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 20, err);
+    }
+    /* the decode_mv.cu kernels (each with its input prologue) and a whole layer of that path */
+    const gcu_layer *y1 = &g->layer[g->L > 1 ? 1 : 0];
+    const float *wpf = g->layer[0].w_post_ffn;
+    prof_dmv dm[5] = {
+        {&y1->qkvg, GCU_PRO_RESID, g->hidden, s->dout, s->h, s->h2, wpf, y1->w_in, GCU_EPI_STORE, s->qkvg, qr},
+        {&y1->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->oout, g->hidden},
+        {&y1->gu, GCU_PRO_RESID, g->hidden, s->oout, s->h2, s->h, y1->w_post_attn, y1->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter},
+        {&y1->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->dout, g->hidden},
+        {&g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL, wpf, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab}};
+    const char *dnames[5] = {"decode_mv qkvg (residual + 2 norms inside)", "decode_mv o_proj (raw input)",
+                             "decode_mv gate/up+swiglu (residual + 2 norms inside)", "decode_mv down (raw input)",
+                             "decode_mv lm_head+softcap (residual + final norm inside)"};
+    if (s->fast)
+        for (int k = 0; k < 5 && n < max; k++, n++) {
+            snprintf(rows[n].name, sizeof rows[n].name, "%s", dnames[k]);
+            rows[n].bytes = (double)dm[k].M->bytes;
+            rows[n].ms = prof_time(s, prof_run_dmv, &dm[k], 20, err);
+        }
+    int l1 = g->L > 1 ? 1 : 0;
+    double lb = (double)(y1->qkvg.bytes + y1->o.bytes + y1->gu.bytes + y1->down.bytes);
+    for (int pdl = 0; pdl < 2 && s->fast && n < max; pdl++, n++) {
+        g->opt.pdl = pdl;
+        snprintf(rows[n].name, sizeof rows[n].name, "one decode_mv layer (5 kernels)%s", pdl ? ", PDL" : "");
+        rows[n].bytes = lb;
+        rows[n].ms = prof_time(s, prof_run_fast_layer, &l1, 20, err);
+        g->opt.pdl = 0;
     }
     struct { const char *name; int pf, smem_off, bps; } var[4] = {
         {"gate/up, L2 prefetch 8", 8, 0, 3}, {"gate/up, x from global", 0, 1, 3},

@@ -80,6 +80,12 @@ glim_status gcu_mat_format_of(const glim_matrix *W, gcu_xfmt *f, int *sbf32, gli
  * taken from src(r). */
 void gcu_tile_rows(const gcu_mat *m, void (*src)(void *ctx, int r, gcu_rowsrc *out), void *ctx,
                    int rb0, int rb1, void *dst);
+/* Row sources: ctx is the glim_matrix itself; or a gate/up pair interleaved by row blocks (rows
+ * 0-7 of a block of 16 are gate rows rb*8.., rows 8-15 the same up rows: SwiGLU's epilogue
+ * finds both in one lane). */
+typedef struct gcu_mat_pair { const glim_matrix *gate, *up; } gcu_mat_pair;
+void gcu_rows_plain(void *ctx, int r, gcu_rowsrc *o);
+void gcu_rows_swiglu(void *ctx, int r, gcu_rowsrc *o);
 /* Uploads a whole tiled matrix (allocates m->w). */
 glim_status gcu_mat_upload(gcu_mat *m, void (*src)(void *ctx, int r, gcu_rowsrc *out), void *ctx,
                            glim_error *err);
@@ -111,6 +117,34 @@ typedef struct gcu_mv_call {
 size_t gcu_mv_partial_bytes(int nsm, int bps);
 glim_status gcu_mv_init(glim_error *err);
 glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
+
+/* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
+enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
+typedef struct gcu_dmv_call {
+    const gcu_mat *m;
+    int pro;                   /* GCU_PRO_*: how the input row is made */
+    int K;                     /* input width (RAW may be narrower than the matrix: zeros) */
+    const float *src;          /* RAW: x; NORM: the row to norm; RESID: the sublayer output */
+    const float *h_in;         /* RESID: the residual before the add */
+    float *h_out;              /* RESID: the residual after it (block 0 writes; may be NULL) */
+    const float *w_add;        /* RESID: gain of the centred post-norm applied to src */
+    float eps_add;
+    int norm_out;              /* NORM/RESID: GCU_NORM_CENTERED or GCU_NORM_PLAIN */
+    const float *w_out;
+    float eps_out;
+    int epi;                   /* GCU_EPI_* */
+    float *out;
+    int out_rows;
+    float mult, cap;
+    float2 *partial;           /* stream-K partial sums, gcu_mv_partial_bytes(nsm, 2) */
+    int *counters;             /* [row blocks], zero */
+    int pf_units, pdl;
+    int minb;                  /* 1 or 2 blocks per SM (register budget 128 or 64) */
+} gcu_dmv_call;
+/* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
+size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
+int gcu_dmv_fits(const gcu_mat *m, int pro, int K);
+glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
 
 /* ---- norms.cu ---- */
 enum { GCU_ST_PLAIN = 0, GCU_ST_EMBED = 1, GCU_ST_RESID = 2 };
@@ -233,6 +267,12 @@ __device__ __forceinline__ uint32_t gcu_nib2(uint32_t w, int k) {
     uint32_t r;
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
     return r;
+}
+
+/* Two nibbles (k and k+4 of word w) as the bf16 pair 128+q, exact: one OR into the mantissa of
+ * 128.0 and no arithmetic; the consumer takes the offset back through the group sums. */
+__device__ __forceinline__ uint32_t gcu_nib2_raw(uint32_t w, int k) {
+    return ((w >> (4 * k)) & 0x000F000Fu) | 0x43004300u;
 }
 
 __device__ __forceinline__ float gcu_warp_sum(float v) {

@@ -15,6 +15,19 @@
 
 extern "C" void gcu_progress_add(uint64_t bytes);
 
+extern "C" void gcu_rows_plain(void *ctx, int r, gcu_rowsrc *o) {
+    o->m = (const glim_matrix *)ctx;
+    o->r = r;
+}
+
+extern "C" void gcu_rows_swiglu(void *ctx, int r, gcu_rowsrc *o) {
+    const gcu_mat_pair *p = (const gcu_mat_pair *)ctx;
+    int rb = r / 16, k = r % 16, row = rb * 8 + (k & 7);
+    if (row >= p->gate->rows) return;
+    o->m = k < 8 ? p->gate : p->up;
+    o->r = row;
+}
+
 extern "C" int gcu_xfmt_make(gcu_xfmt *f, int kind, int bits, int group, int K) {
     memset(f, 0, sizeof *f);
     f->kind = kind;

@@ -14,170 +14,7 @@
  * Loads: each lane issues two 16-byte loads per unit, RING units ahead in registers, and lane 0
  * prefetches pf units further into L2; before griddepcontrol.wait (programmatic launch) the
  * kernel already streams its first weights while the previous kernel drains. */
-#include "cuda/gcu.cuh"
-
-#ifndef MV1_MIN_BLOCKS
-#define MV1_MIN_BLOCKS 3 /* decode matvec blocks per SM: 80 registers, no spills */
-#endif
-
-struct MvArgs {
-    const uint4 *w;
-    long long nunits;
-    int nspan, unit_u4;
-    const __nv_bfloat16 *xs;
-    const float *xsum;
-    int kx, T, W;
-    int epi;
-    float *out;
-    int ldo, out_rows;
-    float mult, cap;
-    float2 *partial;
-    int *counters;
-    int pf;
-    int cs;     /* shared-memory column stride in bf16 (SMEM variant) */
-    float qoff; /* the centring the A values carry: 8 (4-bit), 8 + 16*8 = 136 (8-bit) */
-    /* SWIGLU, one token: stage the output for the next matvec here (the warp completing the
-     * last row block of a span stages that span) instead of in a separate kernel */
-    int fuse, span_rbs;
-    gcu_xfmt sf;
-    __nv_bfloat16 *sxs;
-    float *sxsum;
-    int *span_cnt;
-};
-
-__device__ __forceinline__ uint64_t mv_policy() {
-    uint64_t p;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-    return p;
-}
-__device__ __forceinline__ uint4 mv_ld(const uint4 *p, uint64_t pol) {
-    uint4 r;
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p), "l"(pol));
-    return r;
-}
-__device__ __forceinline__ uint32_t u4w(const uint4 &v, int i) {
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-template <int KIND, int PPS, bool SBF32>
-struct MvSlot {
-    static constexpr int SBW = KIND == GCU_KIND_Q ? 2 * PPS * (SBF32 ? 2 : 1) : 1;
-    uint4 a0, a1;
-    uint32_t sb[SBW];
-};
-
-template <int KIND, int PPS, bool SBF32>
-__device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArgs &a, long long u,
-                                        int lane, uint64_t pol) {
-    const uint4 *up = a.w + u * a.unit_u4;
-    s.a0 = mv_ld(up + 2 * lane, pol);
-    s.a1 = mv_ld(up + 2 * lane + 1, pol);
-    if (KIND == GCU_KIND_Q) {
-        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
-        const int g = lane >> 2;
-        if (SBW == 2) {
-            uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
-            s.sb[0] = v.x;
-            s.sb[1] = v.y;
-        } else {
-#pragma unroll
-            for (int k = 0; k < SBW / 4; k++) {
-                uint4 v = mv_ld(up + 64 + g * (SBW / 4) + k, pol);
-                s.sb[4 * k] = v.x;
-                s.sb[4 * k + 1] = v.y;
-                s.sb[4 * k + 2] = v.z;
-                s.sb[4 * k + 3] = v.w;
-            }
-        }
-    }
-}
-
-/* Writes the 2 x NB values this lane holds for row block rb. */
-template <int NB>
-__device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,
-                                            const float *vh) {
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++) {
-        int tok = nb * 4 + t;
-        if (tok >= a.T) continue;
-        float *o = a.out + (size_t)tok * a.ldo;
-        if (a.epi == GCU_EPI_SWIGLU) {
-            int r = rb * 8 + g;
-            if (r < a.out_rows) o[r] = gcu_silu(vg[nb]) * vh[nb];
-        } else {
-            int r = rb * 16 + g;
-            float x = vg[nb], y = vh[nb];
-            if (a.epi == GCU_EPI_SOFTCAP) {
-                x = a.cap * tanhf(x * a.mult / a.cap);
-                y = a.cap * tanhf(y * a.mult / a.cap);
-            }
-            if (r < a.out_rows) o[r] = x;
-            if (r + 8 < a.out_rows) o[r + 8] = y;
-        }
-    }
-    if (a.fuse) { /* SWIGLU, T == 1; every lane of the warp is here */
-        __threadfence();
-        __syncwarp();
-        int span = rb / a.span_rbs, nrb = (a.out_rows + 7) / 8;
-        int need = min(a.span_rbs, nrb - span * a.span_rbs), old = 0;
-        if (lane == 0) old = atomicAdd(&a.span_cnt[span], 1);
-        old = __shfl_sync(0xffffffffu, old, 0);
-        if (old == need - 1) { /* the span's last row block: stage it */
-            __threadfence();
-            const float *act = a.out;
-            const int n = a.out_rows;
-            auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
-            gcu_stage_spans(a.sf, x, span, span + 1, a.sxs, a.sxs + a.sf.kx, a.sxsum, lane, 32);
-            if (lane == 0) a.span_cnt[span] = 0;
-        }
-    }
-}
-
-/* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */
-__device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
-    return (int)(((u + 1) * W - 1) / U);
-}
-
-template <int NB>
-__device__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
-                          float *vh) {
-    const long long U = a.nunits;
-    const int nspan = a.nspan;
-    int wf = mv_owner((long long)rb * nspan, U, a.W), wl = mv_owner((long long)(rb + 1) * nspan - 1, U, a.W);
-    if (wf == wl) {
-        mv_epilogue<NB>(a, rb, lane, vg, vh);
-        return;
-    }
-    float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
-    __threadfence();
-    __syncwarp();
-    int old = 0;
-    if (lane == 0) old = atomicAdd(&a.counters[rb], 1);
-    old = __shfl_sync(0xffffffffu, old, 0);
-    if (old != wl - wf) return;
-    __threadfence();
-    float sg[NB], sh[NB];
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
-    for (int wi = wf; wi <= wl; wi++) {
-        long long u0 = U * wi / a.W;
-        int slot = u0 / nspan == rb ? 0 : 1;
-        const float2 *q = a.partial + (size_t)(wi * 2 + slot) * NB * 32;
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) {
-            float2 v = __ldcg(q + nb * 32 + lane);
-            sg[nb] += v.x;
-            sh[nb] += v.y;
-        }
-    }
-    mv_epilogue<NB>(a, rb, lane, sg, sh);
-    if (lane == 0) a.counters[rb] = 0; /* ready for the next launch */
-}
+#include "cuda/mv_common.cuh"
 
 template <int NB, bool SMEM, int KIND, int PPS, bool SBF32>
 __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
@@ -323,31 +160,6 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
 }
 
 /* ---- decode (T <= 4): one n-block, lean loop ------------------------------------------ */
-
-template <int KIND, int PPS, bool SBF32>
-__device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane,
-                                          uint64_t pol) {
-    s.a0 = mv_ld(up + 2 * lane, pol);
-    s.a1 = mv_ld(up + 2 * lane + 1, pol);
-    if (KIND == GCU_KIND_Q) {
-        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
-        const int g = lane >> 2;
-        if (SBW == 2) {
-            uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
-            s.sb[0] = v.x;
-            s.sb[1] = v.y;
-        } else {
-#pragma unroll
-            for (int k = 0; k < SBW / 4; k++) {
-                uint4 v = mv_ld(up + 64 + g * (SBW / 4) + k, pol);
-                s.sb[4 * k] = v.x;
-                s.sb[4 * k + 1] = v.y;
-                s.sb[4 * k + 2] = v.z;
-                s.sb[4 * k + 3] = v.w;
-            }
-        }
-    }
-}
 
 /* The same computation as k_mv for up to 4 tokens, with running pointers instead of index
  * arithmetic, two units in flight per warp and at most 64 registers, so 4 blocks (32 warps)
@@ -588,19 +400,6 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
 
 /* ---- test wrapper ------------------------------------------------------------------------ */
 
-typedef struct mv_pair { const glim_matrix *a, *b; } mv_pair;
-static void rows_single(void *ctx, int r, gcu_rowsrc *o) {
-    o->m = ((const mv_pair *)ctx)->a;
-    o->r = r;
-}
-static void rows_swiglu(void *ctx, int r, gcu_rowsrc *o) {
-    const mv_pair *p = (const mv_pair *)ctx;
-    int rb = r / 16, k = r % 16, row = rb * 8 + (k & 7);
-    if (row >= p->a->rows) return;
-    o->m = k < 8 ? p->a : p->b;
-    o->r = row;
-}
-
 extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *W2, const float *x,
                                        int T, int epi, float mult, float cap, int smem, float *out,
                                        glim_error *err) {
@@ -615,13 +414,13 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
     int rows = swiglu ? 16 * (int)((W->rows + 7) / 8) : (int)W->rows;
     int out_rows = (int)W->rows, K = (int)W->cols;
     gcu_mat_geometry(&m, &f, sbf32, rows);
-    mv_pair pair = {W, W2};
+    gcu_mat_pair pair = {W, W2};
     float *dx = NULL, *dout = NULL, *xsum = NULL;
     __nv_bfloat16 *xs = NULL;
     float2 *part = NULL;
     int *cnt = NULL;
     size_t xsn = (size_t)T * f.nspan * (f.pps ? f.pps : 1);
-    if ((s = gcu_mat_upload(&m, swiglu ? rows_swiglu : rows_single, &pair, err)) ||
+    if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain, swiglu ? (void *)&pair : (void *)W, err)) ||
         (s = gcu_check(cudaMalloc((void **)&dx, sizeof(float) * T * K), "alloc", err)) ||
         (s = gcu_check(cudaMemcpy(dx, x, sizeof(float) * T * K, cudaMemcpyHostToDevice), "copy", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * T * out_rows), "alloc", err)) ||
