@@ -310,13 +310,13 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[12];
         int nv = 0;
-        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 64 registers)", v[nv++].o = base;
+        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 4 units in flight per warp)", v[nv++].o = base;
         v[nv].name = "PDL", v[nv].o = base, v[nv++].o.pdl = 1;
         v[nv].name = "PDL + L2 prefetch 4 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 4;
         v[nv].name = "PDL + L2 prefetch 16 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
         v[nv].name = "L2 prefetch 8 units", v[nv].o = base, v[nv++].o.pf_units = 8;
-        v[nv].name = "1 decode matvec block per SM (128 registers)", v[nv].o = base, v[nv++].o.dmv_blocks = 1;
-        v[nv].name = "PDL + 1 block per SM", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.dmv_blocks = 1;
+        v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
+        v[nv].name = "3 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 3;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu)", v[nv].o = base, v[nv++].o.fast = 0;
         v[nv].name = "generic path, SwiGLU staging fused", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.fuse_act = 1;

@@ -30,7 +30,7 @@ typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
- * GLIM_CUDA_DMV_BLOCKS override the defaults). */
+ * GLIM_CUDA_DMV_RING override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 0) */
@@ -40,7 +40,7 @@ typedef struct gcu_options {
     int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
     int fast;      /* decode through decode_mv.cu (norms inside the matvecs, 5 kernels per layer;
                       GLIM_CUDA_FAST, default 1) instead of stage kernels + the generic matvec */
-    int dmv_blocks;/* decode matvec blocks per SM, 1 or 2 (GLIM_CUDA_DMV_BLOCKS, default 2) */
+    int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4 (GLIM_CUDA_DMV_RING, 4) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -112,7 +112,7 @@ typedef struct gcu_test_dmv {
     float eps_out;
     int epi;
     float mult, cap;
-    int minb;                    /* 1 or 2 blocks per SM: the two register budgets */
+    int ring;                    /* units in flight per warp: 2, 3 or 4 */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -20,7 +20,8 @@
 
 #define DMV_WARPS 16
 #define DMV_THREADS (DMV_WARPS * 32)
-#define DMV_SMEM_MAX (110 * 1024)
+#define DMV_SMEM_MAX (200 * 1024)
+#define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
 
 struct DmvArgs {
     MvArgs mv;
@@ -36,13 +37,6 @@ struct DmvArgs {
     int pf_units;
 };
 
-/* x represented as bf16 hi + lo, as a float: what the tensor cores will multiply. */
-__device__ __forceinline__ float dmv_hilo(float x) {
-    uint32_t h, l;
-    gcu_split(x, &h, &l);
-    return __uint_as_float(h << 16) + __uint_as_float(l << 16);
-}
-
 /* The sum of v over the block (every thread gets it), in double as the CPU oracle sums squares. */
 __device__ double dmv_block_sum(double v, double *scratch) {
     v = gcu_warp_sum_d(v);
@@ -56,78 +50,171 @@ __device__ double dmv_block_sum(double v, double *scratch) {
     return r;
 }
 
-/* The prologue: row[0..K) = the consumer's input, rounded to hi + lo (NORM/RESID modes). */
-__device__ void dmv_prepare_row(const DmvArgs &a, float *row, float *hrow, double *scratch) {
+/* Shared memory of a block, in this order: hi column [cs] and lo column [cs] (bf16), the group
+ * sums [np], the per-item sums [nspan*16], then the fp32 rows of the NORM/RESID prologue (row,
+ * and for RESID h, w_add; w_out last). */
+struct DmvSmem {
+    __nv_bfloat16 *sx;
+    float *xsum, *isum, *row, *hrow, *wadd, *wout;
+};
+__device__ __forceinline__ DmvSmem dmv_smem_at(const DmvArgs &d, void *base) {
+    DmvSmem m;
+    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
+    m.sx = (__nv_bfloat16 *)base;
+    m.xsum = (float *)(m.sx + 2 * (size_t)cs);
+    m.isum = m.xsum + ((np + 3) & ~3);
+    m.row = m.isum + (d.f.kind == GCU_KIND_Q ? d.f.nspan * 16 : 0);
+    const int K4 = (d.K + 3) & ~3;
+    m.hrow = m.row + K4;
+    m.wadd = m.hrow + K4;
+    m.wout = d.pro == GCU_PRO_RESID ? m.wadd + K4 : m.row + K4;
+    return m;
+}
+
+/* RESID, first half: row = h_in + centred_norm(src; w_add) (block 0 writes it to h_out).
+ * Returns this thread's part of the sum of squares of the new row. k_dmv_resid runs exactly this
+ * code, so that a NORM prologue over its output gives the bits a RESID prologue would. */
+__device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scratch) {
+    const int K = a.K, tid = threadIdx.x;
+    const float *src[4] = {a.src, a.h_in, a.w_add, a.w_out};
+    float *dst[4] = {m.row, m.hrow, m.wadd, m.wout};
+    gcu_load_rows(K, a.w_out ? 4 : 3, src, dst);
+    __syncthreads();
+    double ss = 0.0;
+    for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+    const bool writer = blockIdx.x == 0 && a.h_out;
+    ss = 0.0;
+    for (int i = tid; i < K; i += DMV_THREADS) {
+        float y = m.row[i] * inv;
+        y = m.hrow[i] + y * (1.0f + m.wadd[i]);
+        m.row[i] = y;
+        if (writer) a.h_out[i] = y;
+        ss += (double)y * y;
+    }
+    return ss;
+}
+
+/* NORM/RESID: row = the consumer's input in fp32 (and h_out written by block 0). Every operand
+ * comes into shared memory in one batched pass first: one memory round trip, not one per
+ * element. */
+__device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch) {
     const int K = a.K, tid = threadIdx.x;
     if (a.pro == GCU_PRO_RESID) {
-        double ss = 0.0;
+        double ss = dmv_residual(a, m, scratch);
+        float inv2 = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
         for (int i = tid; i < K; i += DMV_THREADS) {
-            float s = a.src[i];
-            row[i] = s;
-            hrow[i] = a.h_in[i];
-            ss += (double)s * s;
-        }
-        float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
-        const bool writer = blockIdx.x == 0 && a.h_out;
-        ss = 0.0;
-        for (int i = tid; i < K; i += DMV_THREADS) {
-            float y = row[i] * inv;
-            y = hrow[i] + y * (1.0f + a.w_add[i]);
-            row[i] = y;
-            if (writer) a.h_out[i] = y;
-            ss += (double)y * y;
-        }
-        inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
-        for (int i = tid; i < K; i += DMV_THREADS) {
-            float y = row[i] * inv;
-            y = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + a.w_out[i]) : y * a.w_out[i];
-            row[i] = dmv_hilo(y);
+            float y = m.row[i] * inv2;
+            m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
         }
     } else { /* NORM */
+        const float *src[2] = {a.src, a.w_out};
+        float *dst[2] = {m.row, m.wout};
+        gcu_load_rows(K, 2, src, dst);
+        __syncthreads();
         double ss = 0.0;
-        for (int i = tid; i < K; i += DMV_THREADS) {
-            float s = a.src[i];
-            row[i] = s;
-            ss += (double)s * s;
-        }
+        for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
         float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
         for (int i = tid; i < K; i += DMV_THREADS) {
-            float y = row[i] * inv;
-            y = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + a.w_out[i]) : y * a.w_out[i];
-            row[i] = dmv_hilo(y);
+            float y = m.row[i] * inv;
+            m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
         }
     }
     __syncthreads();
 }
 
-/* Stages the input into shared memory: hi column [cs], lo column [cs] (bf16), group sums, then
- * the fp32 rows of the NORM/RESID prologue. Returns the group sums. */
-__device__ __forceinline__ float *dmv_stage(const DmvArgs &d, __nv_bfloat16 *sx, double *scratch) {
-    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
-    float *sxsum = (float *)(sx + 2 * (size_t)cs);
-    float *row = sxsum + ((np + 3) & ~3);
-    const int K = d.K;
-    if (d.pro == GCU_PRO_RAW) {
-        const float *src = d.src;
-        auto x = [&](int e) { return e < K ? dmv_hilo(src[e]) : 0.0f; };
-        gcu_stage_spans(d.f, x, 0, d.f.nspan, sx, sx + cs, sxsum, threadIdx.x, DMV_THREADS);
-    } else {
-        dmv_prepare_row(d, row, row + K, scratch);
-        auto x = [&](int e) { return e < K ? row[e] : 0.0f; };
-        gcu_stage_spans(d.f, x, 0, d.f.nspan, sx, sx + cs, sxsum, threadIdx.x, DMV_THREADS);
+/* n (4 or 8) consecutive elements from e, zero past K; float4 loads when aligned. */
+__device__ __forceinline__ void dmv_load_n(const float *src, int e, int n, int K, float *v) {
+    if (e + n <= K && ((((uintptr_t)(src + e)) & 15) == 0)) {
+        float4 a = *(const float4 *)(src + e);
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+        if (n == 8) {
+            float4 b = *(const float4 *)(src + e + 4);
+            v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        }
+        return;
     }
-    __syncthreads();
-    return sxsum;
+    for (int j = 0; j < n; j++) v[j] = e + j < K ? src[e + j] : 0.0f;
 }
 
-/* MINB blocks per SM: 2 caps registers at 64 so the next kernel's block fits beside this one
- * (programmatic launch), 1 leaves 128 (no spills); the bench compares them. */
-template <int KIND, int PPS, bool SBF32, int MINB>
-__global__ void __launch_bounds__(DMV_THREADS, MINB) k_dmv(DmvArgs d) {
+/* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
+ * nibble positions e0 + {0,4,1,5,2,6,3,7} of span s = q / 16, word ow (the layout of gcu.cuh),
+ * i.e. 8 elements (4-bit) or 4 elements as low and high nibble (8-bit, the high one x 16); for
+ * dense weights 8 columns. Returns the first element and sets *ow. */
+__device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
+    if (f.kind == GCU_KIND_DENSE) return q * 8;
+    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn / 32;
+    *ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
+    const int e0 = s * 128 + *ow * 8;
+    return f.bits == 8 ? e0 >> 1 : e0;
+}
+
+/* Stages the row (src: global for RAW, the prologue's shared row otherwise) into shared memory:
+ * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
+ * which is what the 128+q offset has to be taken back against. Items go in batches of DMV_BATCH per
+ * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
+__device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) {
+    const gcu_xfmt &f = d.f;
+    const int K = d.K, tid = threadIdx.x, nitems = f.kx / 8;
+    const int eight = f.kind == GCU_KIND_Q && f.bits == 8, ne = eight ? 4 : 8;
+    const int cs = d.mv.cs;
+    for (int q0 = tid; q0 < nitems; q0 += DMV_BATCH * DMV_THREADS) {
+        float v[DMV_BATCH][8];
+        int ow[DMV_BATCH] = {0};
+#pragma unroll
+        for (int b = 0; b < DMV_BATCH; b++) {
+            const int q = q0 + b * DMV_THREADS;
+            if (q < nitems) dmv_load_n(src, dmv_item(f, q, &ow[b]), ne, K, v[b]);
+        }
+#pragma unroll
+        for (int b = 0; b < DMV_BATCH; b++) {
+            const int q = q0 + b * DMV_THREADS;
+            if (q >= nitems) break;
+            uint32_t h[8], l[8];
+            if (f.kind == GCU_KIND_DENSE) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) gcu_split(v[b][k], &h[k], &l[k]);
+            } else {
+                const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const int n = order[k];
+                    if (eight) gcu_split((n & 1) ? 16.0f * v[b][n >> 1] : v[b][n >> 1], &h[k], &l[k]);
+                    else gcu_split(v[b][n], &h[k], &l[k]);
+                }
+                /* the represented values, summed in element order */
+                float sum = 0.0f;
+                for (int j = 0; j < ne; j++) {
+                    uint32_t hh, ll;
+                    gcu_split(v[b][j], &hh, &ll);
+                    sum += __uint_as_float(hh << 16) + __uint_as_float(ll << 16);
+                }
+                m.isum[(q >> 4) * 16 + ow[b]] = sum;
+            }
+            ((uint4 *)m.sx)[q] = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+            ((uint4 *)(m.sx + cs))[q] = make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+        }
+    }
+    if (f.kind == GCU_KIND_DENSE) return;
+    __syncthreads();
+    /* group sums: piece p of span s covers words [p*wpp, (p+1)*wpp) of the span */
+    const int wpp = 16 / f.pps, np = f.nspan * f.pps;
+    for (int p = tid; p < np; p += DMV_THREADS) {
+        const float *is = m.isum + (p / f.pps) * 16 + (p % f.pps) * wpp;
+        float x = 0.0f;
+        for (int w = 0; w < wpp; w++) x += is[w];
+        m.xsum[p] = x;
+    }
+}
+
+/* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
+ * flight against the memory latency; the bench compares 2, 3 and 4. */
+template <int KIND, int PPS, bool SBF32, int RING>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
     const MvArgs &a = d.mv;
-    constexpr int RING = 2, SPAN = KIND == GCU_KIND_Q ? 128 : 32;
+    constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int wg = blockIdx.x * DMV_WARPS + (threadIdx.x >> 5);
     int u0 = 0, u1 = 0; /* this warp's units (ints: even the head has < 2^31) */
@@ -151,9 +238,13 @@ __global__ void __launch_bounds__(DMV_THREADS, MINB) k_dmv(DmvArgs d) {
         }
     gcu_pdl_wait();
 
-    __nv_bfloat16 *sx = (__nv_bfloat16 *)dmv_smem;
+    const DmvSmem m = dmv_smem_at(d, dmv_smem);
+    if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
+    dmv_stage(d, m, d.pro == GCU_PRO_RAW ? d.src : m.row);
+    __syncthreads();
+    const __nv_bfloat16 *sx = m.sx;
+    const float *sxsum = m.xsum;
     const int cs = a.cs;
-    float *sxsum = dmv_stage(d, sx, scratch);
 
     /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
     const bool bvalid = g < 2, xvalid = t == 0;
@@ -230,31 +321,44 @@ __global__ void __launch_bounds__(DMV_THREADS, MINB) k_dmv(DmvArgs d) {
     if (!trig) gcu_pdl_trigger();
 }
 
+/* The residual add alone (one block): h_out = h_in + centred_norm(src; w_add), for decode with
+ * research hooks, which must see (and may change) the residual between layers. */
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(DmvArgs d) {
+    extern __shared__ uint4 dmv_smem[];
+    __shared__ double scratch[DMV_WARPS];
+    gcu_pdl_wait();
+    gcu_pdl_trigger();
+    dmv_residual(d, dmv_smem_at(d, dmv_smem), scratch);
+}
+
 /* ---- host side --------------------------------------------------------------------------- */
 
-template <int MINB>
-static const void *dmv_pick_b(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv<GCU_KIND_DENSE, 1, false, MINB>;
+template <int RING>
+static const void *dmv_pick_r(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv<GCU_KIND_DENSE, 1, false, RING>;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv<GCU_KIND_Q, 1, false, MINB>;
-    case 3: return (const void *)k_dmv<GCU_KIND_Q, 1, true, MINB>;
-    case 4: return (const void *)k_dmv<GCU_KIND_Q, 2, false, MINB>;
-    case 5: return (const void *)k_dmv<GCU_KIND_Q, 2, true, MINB>;
-    case 8: return (const void *)k_dmv<GCU_KIND_Q, 4, false, MINB>;
-    case 9: return (const void *)k_dmv<GCU_KIND_Q, 4, true, MINB>;
+    case 2: return (const void *)k_dmv<GCU_KIND_Q, 1, false, RING>;
+    case 3: return (const void *)k_dmv<GCU_KIND_Q, 1, true, RING>;
+    case 4: return (const void *)k_dmv<GCU_KIND_Q, 2, false, RING>;
+    case 5: return (const void *)k_dmv<GCU_KIND_Q, 2, true, RING>;
+    case 8: return (const void *)k_dmv<GCU_KIND_Q, 4, false, RING>;
+    case 9: return (const void *)k_dmv<GCU_KIND_Q, 4, true, RING>;
     }
     return NULL;
 }
-static const void *dmv_pick(int kind, int pps, int sbf32, int minb) {
-    return minb == 1 ? dmv_pick_b<1>(kind, pps, sbf32) : dmv_pick_b<2>(kind, pps, sbf32);
+static const void *dmv_pick(int kind, int pps, int sbf32, int ring) {
+    return ring <= 2 ? dmv_pick_r<2>(kind, pps, sbf32)
+                     : ring == 3 ? dmv_pick_r<3>(kind, pps, sbf32) : dmv_pick_r<4>(kind, pps, sbf32);
 }
 
 static int dmv_cs(const gcu_xfmt *f) { return ((f->kx * 2 + 127) / 128 * 128 + 64) / 2; }
 
 extern "C" size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K) {
-    size_t np = (size_t)m->f.nspan * (m->f.kind == GCU_KIND_Q ? m->f.pps : 1);
-    return (size_t)2 * dmv_cs(&m->f) * 2 + ((np + 3) & ~(size_t)3) * 4 +
-           (pro == GCU_PRO_RAW ? 0 : (size_t)2 * K * 4);
+    const gcu_xfmt *f = &m->f;
+    size_t np = (size_t)f->nspan * (f->kind == GCU_KIND_Q ? f->pps : 1), K4 = (size_t)(K + 3) & ~(size_t)3;
+    return (size_t)2 * dmv_cs(f) * 2 + ((np + 3) & ~(size_t)3) * 4 +
+           (f->kind == GCU_KIND_Q ? (size_t)f->nspan * 16 * 4 : 0) +
+           (pro == GCU_PRO_RESID ? 4 * K4 * 4 : pro == GCU_PRO_NORM ? 2 * K4 * 4 : 0);
 }
 
 extern "C" int gcu_dmv_fits(const gcu_mat *m, int pro, int K) {
@@ -264,7 +368,7 @@ extern "C" int gcu_dmv_fits(const gcu_mat *m, int pro, int K) {
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     static int raised;
     const gcu_mat *m = c->m;
-    const void *fn = dmv_pick(m->f.kind, m->f.pps, m->sbf32, c->minb);
+    const void *fn = dmv_pick(m->f.kind, m->f.pps, m->sbf32, c->ring);
     size_t smem = gcu_dmv_smem(m, c->pro, c->K);
     if (!fn || smem > DMV_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: no kernel for this format or "
@@ -276,8 +380,8 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
         int kinds[2] = {GCU_KIND_Q, GCU_KIND_DENSE}, pps[3] = {1, 2, 4};
         for (int k = 0; k < 2; k++)
             for (int p = 0; p < 3; p++)
-                for (int f = 0; f < 4; f++) {
-                    cudaError_t e = cudaFuncSetAttribute(dmv_pick(kinds[k], pps[p], f & 1, 1 + (f >> 1)),
+                for (int f = 0; f < 6; f++) {
+                    cudaError_t e = cudaFuncSetAttribute(dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          DMV_SMEM_MAX);
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -322,6 +426,34 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);
+}
+
+extern "C" glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
+    static int raised;
+    size_t smem = gcu_dmv_smem(c->m, GCU_PRO_RESID, c->K);
+    if (smem > DMV_SMEM_MAX)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "residual add: width %d needs %zu bytes of shared "
+                         "memory, at most %d", c->K, smem, DMV_SMEM_MAX);
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
+        if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
+        raised = 1;
+    }
+    DmvArgs d;
+    memset(&d, 0, sizeof d);
+    d.mv.cs = dmv_cs(&c->m->f); /* the same shared layout as the matvec's */
+    d.pro = GCU_PRO_RESID;
+    d.K = c->K;
+    d.src = c->src;
+    d.h_in = c->h_in;
+    d.h_out = c->h_out;
+    d.w_add = c->w_add;
+    d.eps_add = c->eps_add;
+    d.f = c->m->f;
+    void *args[] = {&d};
+    return gcu_check(gcu_launch((const void *)k_dmv_resid, dim3(1), dim3(DMV_THREADS), smem, st, c->pdl, args),
+                     "residual add launch", err);
 }
 
 /* ---- test wrapper ------------------------------------------------------------------------ */
@@ -384,7 +516,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.partial = part;
         c.counters = cnt;
         c.pf_units = 2;
-        c.minb = p->minb;
+        c.ring = p->ring;
         /* twice: the second run checks that the merge counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_dmv_launch(&c, 0, err);
         if (s == GLIM_OK) s = gcu_check(cudaDeviceSynchronize(), "decode matvec", err);

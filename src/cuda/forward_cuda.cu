@@ -39,7 +39,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     o.fast = env_int("GLIM_CUDA_FAST", 1);
-    o.dmv_blocks = env_int("GLIM_CUDA_DMV_BLOCKS", 2) == 1 ? 1 : 2;
+    o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 4);
+    if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 4;
     return o;
 }
 
@@ -699,18 +700,21 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     c.counters = s->mv_cnt;
     c.pf_units = g->opt.pf_units;
     c.pdl = g->opt.pdl;
-    c.minb = g->opt.dmv_blocks;
+    c.ring = g->opt.dmv_ring;
     return gcu_dmv_launch(&c, s->st, err);
 }
 
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
- * previous layer's FFN residual add), gate/up reads h2 (h at layer 0) and writes h. */
+ * previous layer's FFN residual add), gate/up reads h2 (h at layer 0) and writes h.
+ * With hooks the FFN residual add is a kernel of its own at the end of the layer (h2 -> h, the
+ * same code as the prologue), the hooks see h, and the next qkvg only norms it: gate/up then
+ * reads h and writes h2. */
 static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
-    const int Hd = g->hidden, qr = qkvg_rows(g);
+    const int Hd = g->hidden, qr = qkvg_rows(g), hooked = s->hooks != NULL;
     glim_status st;
-    if (l == 0)
+    if (l == 0 || hooked)
         st = dmv(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
                  s->qkvg, qr, err);
     else
@@ -721,24 +725,46 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
         st = dmv(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
                  s->oout, Hd, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
+    float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
     if (st == GLIM_OK)
-        st = dmv(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h, y->w_post_attn,
-                 y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter, err);
+        st = dmv(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn, y->w_pre_ffn,
+                 GCU_EPI_SWIGLU, s->act, g->inter, err);
+    if (st == GLIM_OK && hooked)
+        st = hook_round_trip(s, s->act, 1, g->inter, 0, l, s->h_step[0], 0, 1, err);
     if (st == GLIM_OK)
         st = dmv(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
                  s->dout, Hd, err);
     if (st == GLIM_OK) st = reduce(s, s->dout, 1, err);
+    if (st == GLIM_OK && hooked) {
+        const gcu_mat *next = l + 1 < g->L ? &g->layer[l + 1].qkvg : &g->head;
+        gcu_dmv_call c;
+        memset(&c, 0, sizeof c);
+        c.m = next;
+        c.K = Hd;
+        c.src = s->dout;
+        c.h_in = s->h2;
+        c.h_out = s->h;
+        c.w_add = y->w_post_ffn;
+        c.eps_add = g->post_eps;
+        c.pdl = g->opt.pdl;
+        st = gcu_dmv_resid_launch(&c, s->st, err);
+        if (st == GLIM_OK) /* steering first, then capture: both inside the hooks' own order */
+            st = hook_round_trip(s, s->h, 1, Hd, 1, l, s->h_step[0], 0, 0, err);
+    }
     return st;
 }
 
 /* One decoded token with its logits: embedding, the layers, then the head, whose prologue does
- * the last FFN residual add and the final norm. */
+ * the last FFN residual add (unless hooks did it) and the final norm. */
 static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     const gcu_model *g = s->m;
     glim_status st = stage(s, GCU_ST_EMBED, 1, g->hidden, s->h, NULL, NULL, g->rms_eps,
                            GCU_NORM_NONE, NULL, 0, NULL, NULL, NULL, err);
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st != GLIM_OK) return st;
+    if (s->hooks)
+        return dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
+                   GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
     return dmv(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
                g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
 }
@@ -748,7 +774,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
 static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
-    if (T == 1 && head_rows == 1 && s->fast && !s->hooks) return enqueue_decode(s, err);
+    if (T == 1 && head_rows == 1 && s->fast) return enqueue_decode(s, err);
     glim_status st = stage(s, GCU_ST_EMBED, T, Hd, s->h, NULL, NULL, g->rms_eps, GCU_NORM_CENTERED,
                            g->layer[0].w_in, g->rms_eps, &g->layer[0].qkvg.f, s->xs_h, s->xsum_h, err);
     for (int l = 0; st == GLIM_OK && l < g->L; l++) {

@@ -139,12 +139,15 @@ typedef struct gcu_dmv_call {
     float2 *partial;           /* stream-K partial sums, gcu_mv_partial_bytes(nsm, 2) */
     int *counters;             /* [row blocks], zero */
     int pf_units, pdl;
-    int minb;                  /* 1 or 2 blocks per SM (register budget 128 or 64) */
+    int ring;                  /* units in flight per warp: 2, 3 or 4 */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);
 glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
+/* Only the residual add of a RESID prologue (h_out = h_in + centred_norm(src)), bit for bit as
+ * the matvec would do it; c->m is the consumer (its layout sizes the shared memory). */
+glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
 
 /* ---- norms.cu ---- */
 enum { GCU_ST_PLAIN = 0, GCU_ST_EMBED = 1, GCU_ST_RESID = 2 };
@@ -290,6 +293,36 @@ __device__ __forceinline__ float gcu_warp_max(float v) {
 
 __device__ __forceinline__ float gcu_silu(float g) { return g / (1.0f + expf(-g)); }
 __device__ __forceinline__ float gcu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
+
+/* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
+ * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
+__device__ __forceinline__ void gcu_load_rows(int K, int n, const float *const *src, float *const *dst) {
+    bool vec = (K & 3) == 0;
+    for (int a = 0; a < n; a++) vec = vec && (((uintptr_t)src[a] & 15) == 0);
+    if (!vec) {
+        for (int a = 0; a < n; a++)
+            for (int i = threadIdx.x; i < K; i += blockDim.x) dst[a][i] = src[a][i];
+        return;
+    }
+    const int n4 = K >> 2, step = 4 * blockDim.x;
+    for (int base = threadIdx.x; base < n4; base += step) {
+        float4 r[4][4];
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                int i = base + k * blockDim.x;
+                if (a < n && i < n4) r[a][k] = ((const float4 *)src[a])[i];
+            }
+#pragma unroll
+        for (int a = 0; a < 4; a++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                int i = base + k * blockDim.x;
+                if (a < n && i < n4) ((float4 *)dst[a])[i] = r[a][k];
+            }
+    }
+}
 
 /* Stages elements of spans [s0, s1) of one token's x into the consumer's format: x(e) gives
  * input element e (0 beyond K is implied by the caller's accessor). Threads tid..: stride nt. */

@@ -46,36 +46,6 @@ __device__ float st_inv_rms(const float *x, int K, float eps) {
     return r;
 }
 
-/* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
- * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
-__device__ void st_load_rows(int K, int n, const float *const *src, float *const *dst) {
-    bool vec = (K & 3) == 0;
-    for (int a = 0; a < n; a++) vec = vec && (((uintptr_t)src[a] & 15) == 0);
-    if (!vec) {
-        for (int a = 0; a < n; a++)
-            for (int i = threadIdx.x; i < K; i += blockDim.x) dst[a][i] = src[a][i];
-        return;
-    }
-    const int n4 = K >> 2, step = 4 * blockDim.x;
-    for (int base = threadIdx.x; base < n4; base += step) {
-        float4 r[4][4];
-#pragma unroll
-        for (int a = 0; a < 4; a++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                int i = base + k * blockDim.x;
-                if (a < n && i < n4) r[a][k] = ((const float4 *)src[a])[i];
-            }
-#pragma unroll
-        for (int a = 0; a < 4; a++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                int i = base + k * blockDim.x;
-                if (a < n && i < n4) ((float4 *)dst[a])[i] = r[a][k];
-            }
-    }
-}
-
 __device__ __forceinline__ float st_sb(const void *p, int dt, size_t i) {
     if (dt == GLIM_DT_BF16) return __uint_as_float((uint32_t)((const uint16_t *)p)[i] << 16);
     if (dt == GLIM_DT_F16) return __half2float(((const __half *)p)[i]);
@@ -126,7 +96,7 @@ __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
         if (a.norm_out == GCU_NORM_CENTERED || a.norm_out == GCU_NORM_PLAIN) {
             const float *src[1] = {a.w_out};
             float *dst[1] = {swo};
-            st_load_rows(K, 1, src, dst);
+            gcu_load_rows(K, 1, src, dst);
         }
         __syncthreads();
         if (a.xout) /* tests: the raw row */
@@ -140,7 +110,7 @@ __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
             src[n] = a.w_add, dst[n++] = swa;
         }
         if (a.norm_out == GCU_NORM_CENTERED || a.norm_out == GCU_NORM_PLAIN) src[n] = a.w_out, dst[n++] = swo;
-        st_load_rows(K, n, src, dst);
+        gcu_load_rows(K, n, src, dst);
         __syncthreads();
     }
     if (a.op != GCU_ST_PLAIN) {
