@@ -79,13 +79,14 @@ if has bench; then
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
 fi
 if has sass; then
-    cuobjdump --dump-sass --function '_Z5k_mv1ILb1ELi0ELi2ELb0EEv6MvArgs' build/src/cuda/qmatvec.o >"$OUT/sass.txt" 2>&1
-    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_mv1<smem,Q,2,bf16>"
+    cuobjdump --dump-sass --function '_Z5k_dmvILi0ELi2ELb0ELi4EEv7DmvArgs' build/src/cuda/decode_mv.o >"$OUT/sass.txt" 2>&1
+    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_dmv<Q,2,bf16,4>"
 fi
 if has ncu; then
     t0=$(date +%s)
     : >"$OUT/ncu.txt"
-    for k in "k_mv1 40" "k_stage 6"; do
+    # decode_mv launches per token of the 2-layer model: qkvg o gate/up down (x2), head: skip 20 = gate/up
+    for k in "k_dmv 20" "k_attention 6"; do
         set -- $k
         timeout 60 ncu --clock-control none --set full --kernel-name regex:"$1" --launch-skip "$2" --launch-count 1 \
             build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >>"$OUT/ncu.txt" 2>&1
