@@ -79,8 +79,8 @@ if has bench; then
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
 fi
 if has sass; then
-    cuobjdump --dump-sass --function '_Z5k_dmvILi0ELi2ELb0ELi4EEv7DmvArgs' build/src/cuda/decode_mv.o >"$OUT/sass.txt" 2>&1
-    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_dmv<Q,2,bf16,4>"
+    cuobjdump --dump-sass --function '_Z5k_dmvILi0ELi2ELb0ELi3EEv7DmvArgs' build/src/cuda/decode_mv.o >"$OUT/sass.txt" 2>&1
+    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_dmv<Q,2,bf16,3>"
 fi
 if has ncu; then
     t0=$(date +%s)

@@ -308,15 +308,16 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[12];
+        struct { const char *name; gcu_options o; } v[16];
         int nv = 0;
-        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 4 units in flight per warp)", v[nv++].o = base;
+        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 3 units in flight per warp)", v[nv++].o = base;
         v[nv].name = "PDL", v[nv].o = base, v[nv++].o.pdl = 1;
         v[nv].name = "PDL + L2 prefetch 4 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 4;
         v[nv].name = "PDL + L2 prefetch 16 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
         v[nv].name = "L2 prefetch 8 units", v[nv].o = base, v[nv++].o.pf_units = 8;
         v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
-        v[nv].name = "3 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 3;
+        v[nv].name = "4 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 4;
+        v[nv].name = "PDL + 2 units in flight per warp", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.dmv_ring = 2;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu)", v[nv].o = base, v[nv++].o.fast = 0;
         v[nv].name = "generic path, SwiGLU staging fused", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.fuse_act = 1;

@@ -40,7 +40,7 @@ typedef struct gcu_options {
     int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
     int fast;      /* decode through decode_mv.cu (norms inside the matvecs, 5 kernels per layer;
                       GLIM_CUDA_FAST, default 1) instead of stage kernels + the generic matvec */
-    int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4 (GLIM_CUDA_DMV_RING, 4) */
+    int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4 (GLIM_CUDA_DMV_RING, 3) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -8,8 +8,8 @@
  *
  * The weights are the tiles of layout.cu, streamed by warps over equal contiguous unit ranges
  * (stream-K, merged by mv_finish as in qmatvec.cu). A 4-bit value enters the tensor cores as
- * the exact bf16 integer 128+q (one OR into the mantissa of 128.0, no arithmetic); the offset
- * is taken back per group as (bias - 128 scale) * sum(x). That cancellation is exact only when
+ * the exact bf16 integer 16+q (a shift and one LOP3 per pair, no arithmetic); the offset is
+ * taken back per group as (bias - 16 scale) * sum(x). That cancellation is exact only when
  * sum(x) is the sum of the values the tensor cores saw, so the staged row is first rounded to
  * its bf16 hi + lo representation and the group sums are taken over those.
  *
@@ -151,7 +151,7 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
 
 /* Stages the row (src: global for RAW, the prologue's shared row otherwise) into shared memory:
  * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
- * which is what the 128+q offset has to be taken back against. Items go in batches of DMV_BATCH per
+ * which is what the 16+q offset has to be taken back against. Items go in batches of DMV_BATCH per
  * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
 __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) {
     const gcu_xfmt &f = d.f;
@@ -210,7 +210,7 @@ __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) 
 /* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
  * flight against the memory latency; the bench compares 2, 3 and 4. */
 template <int KIND, int PPS, bool SBF32, int RING>
-__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(DmvArgs d) {
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
     const MvArgs &a = d.mv;
@@ -268,10 +268,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(DmvArgs d) {
                         const int i = pc * (4 / PPS) + ii;
                         uint4 b = bvalid ? *(const uint4 *)(bp + i * 32) : make_uint4(0, 0, 0, 0);
                         uint32_t wgv = u4w(s.a0, i), whv = u4w(s.a1, i);
-                        gcu_mma(dd, gcu_nib2_raw(wgv, 0), gcu_nib2_raw(whv, 0), gcu_nib2_raw(wgv, 1),
-                                gcu_nib2_raw(whv, 1), b.x, b.y);
-                        gcu_mma(dd, gcu_nib2_raw(wgv, 2), gcu_nib2_raw(whv, 2), gcu_nib2_raw(wgv, 3),
-                                gcu_nib2_raw(whv, 3), b.z, b.w);
+                        gcu_mma(dd, gcu_nib2_16(wgv, 0), gcu_nib2_16(whv, 0), gcu_nib2_16(wgv, 1),
+                                gcu_nib2_16(whv, 1), b.x, b.y);
+                        gcu_mma(dd, gcu_nib2_16(wgv, 2), gcu_nib2_16(whv, 2), gcu_nib2_16(wgv, 3),
+                                gcu_nib2_16(whv, 3), b.z, b.w);
                     }
                     float sg, bg, sh, bh;
                     if (SBF32) {
@@ -286,7 +286,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(DmvArgs d) {
                         bh = gcu_bf16hi(s.sb[PPS + pc]);
                     }
                     float X = xvalid ? xp[pc] : 0.0f;
-                    /* A carried 128 + q (per nibble): w = s*q + b = s*A + (b + qoff*s), qoff < 0 */
+                    /* A carried 16 + q (per nibble): w = s*q + b = s*A + (b + qoff*s), qoff < 0 */
                     acc[0] += sg * (dd[0] + dd[1]) + fmaf(a.qoff, sg, bg) * X;
                     acc[1] += sh * (dd[2] + dd[3]) + fmaf(a.qoff, sh, bh) * X;
                 }
@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(DmvArgs d) {
 
 /* The residual add alone (one block): h_out = h_in + centred_norm(src; w_add), for decode with
  * research hooks, which must see (and may change) the residual between layers. */
-__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(DmvArgs d) {
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
     gcu_pdl_wait();
@@ -410,7 +410,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     a.partial = c->partial;
     a.counters = c->counters;
     a.cs = dmv_cs(&m->f);
-    a.qoff = m->f.bits == 8 ? -(128.0f + 16.0f * 128.0f) : -128.0f;
+    a.qoff = m->f.bits == 8 ? -(16.0f + 16.0f * 16.0f) : -16.0f; /* 16+lo + 16*(16+hi) for 8 bits */
     d.pro = c->pro;
     d.K = c->K;
     d.src = c->src;

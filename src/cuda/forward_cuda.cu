@@ -39,8 +39,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     o.fast = env_int("GLIM_CUDA_FAST", 1);
-    o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 4);
-    if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 4;
+    o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
+    if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
 }
 

@@ -272,10 +272,15 @@ __device__ __forceinline__ uint32_t gcu_nib2(uint32_t w, int k) {
     return r;
 }
 
-/* Two nibbles (k and k+4 of word w) as the bf16 pair 128+q, exact: one OR into the mantissa of
- * 128.0 and no arithmetic; the consumer takes the offset back through the group sums. */
-__device__ __forceinline__ uint32_t gcu_nib2_raw(uint32_t w, int k) {
-    return ((w >> (4 * k)) & 0x000F000Fu) | 0x43004300u;
+/* Two nibbles (k and k+4 of word w) as the bf16 pair 16+q, exact, in two instructions: a shift
+ * puts each nibble at mantissa bits 3..6 of its half, one LOP3 masks it and ORs in the bits of
+ * 16.0 (bf16 0x4180: 16 * (1 + m/128) with m = 8q is 16 + q). The consumer takes the offset 16
+ * back through the group sums of x. */
+__device__ __forceinline__ uint32_t gcu_nib2_16(uint32_t w, int k) {
+    const uint32_t v = k == 0 ? w << 3 : w >> (4 * k - 3);
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(v), "r"(0x00780078u), "r"(0x41804180u));
+    return r;
 }
 
 __device__ __forceinline__ float gcu_warp_sum(float v) {

@@ -138,8 +138,10 @@ __device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
     return (int)(((u + 1) * W - 1) / U);
 }
 
+/* Out of line: it runs once per row block, and inlined into every unrolled slot of the
+ * kernels' loops it made them too large for the instruction cache. */
 template <int NB>
-__device__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
+__device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
                           float *vh) {
     const long long U = a.nunits;
     const int nspan = a.nspan;
