@@ -310,17 +310,13 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[16];
         int nv = 0;
-        v[nv].name = "default (decode_mv.cu path, graph, no PDL, no L2 prefetch, 3 units in flight per warp)", v[nv++].o = base;
-        v[nv].name = "PDL", v[nv].o = base, v[nv++].o.pdl = 1;
-        v[nv].name = "PDL + L2 prefetch 4 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 4;
-        v[nv].name = "PDL + L2 prefetch 16 units", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.pf_units = 16;
-        v[nv].name = "L2 prefetch 8 units", v[nv].o = base, v[nv++].o.pf_units = 8;
+        v[nv].name = "default (decode_mv.cu path, graph, PDL, no L2 prefetch, 3 units in flight per warp)", v[nv++].o = base;
+        v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
+        v[nv].name = "L2 prefetch 4 units", v[nv].o = base, v[nv++].o.pf_units = 4;
         v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
         v[nv].name = "4 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 4;
-        v[nv].name = "PDL + 2 units in flight per warp", v[nv].o = base, v[nv].o.pdl = 1, v[nv++].o.dmv_ring = 2;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
-        v[nv].name = "generic path (stage kernels + qmatvec.cu)", v[nv].o = base, v[nv++].o.fast = 0;
-        v[nv].name = "generic path, SwiGLU staging fused", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.fuse_act = 1;
+        v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
             if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;

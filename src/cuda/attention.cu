@@ -12,7 +12,7 @@
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
 
 struct AtSmem {
-    float *qs, *S, *m, *l, *corr, *kbuf;
+    float *qs, *S, *m, *l, *corr, *kbuf, *vbuf;
     int *flag;
 };
 
@@ -24,13 +24,16 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D) {
     s.l = s.m + G;
     s.corr = s.l + G;
     s.kbuf = s.corr + G;
-    s.flag = (int *)(s.kbuf + D);
+    s.vbuf = s.kbuf + D;
+    s.flag = (int *)(s.vbuf + D);
     return s;
 }
 
-/* Scores of one tile: warp (kg, hg) takes keys kg*32+lane and heads hg, hg+4, ... */
+/* Scores of one tile: warp (kg, hg) takes keys kg*32+lane and heads hg, hg+4, ...
+ * newest >= 0: that key is not read from the cache but from kbuf (this block's own copy, rounded
+ * as the cache rounds it), so blocks that do not write the cache need not wait for it. */
 __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int G, int tile0,
-                          int k1) {
+                          int k1, int newest) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
     const int kg = warp & 1, hg = warp >> 1;
     const int j = tile0 + kg * 32 + lane;
@@ -43,7 +46,10 @@ __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int
         if (valid) {
             for (int d8 = 0; d8 < D / 8; d8++) {
                 float kf[8];
-                if (a.kv32) {
+                if (j == newest) {
+#pragma unroll
+                    for (int e = 0; e < 8; e++) kf[e] = sm.kbuf[d8 * 8 + e];
+                } else if (a.kv32) {
                     float4 k0 = *(const float4 *)(kr32 + d8 * 8), k1 = *(const float4 *)(kr32 + d8 * 8 + 4);
                     kf[0] = k0.x, kf[1] = k0.y, kf[2] = k0.z, kf[3] = k0.w;
                     kf[4] = k1.x, kf[5] = k1.y, kf[6] = k1.z, kf[7] = k1.w;
@@ -95,9 +101,12 @@ __device__ void at_softmax(const AtSmem &sm, int G) {
 
 __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
     extern __shared__ float at_base[];
-    const int kvh = blockIdx.x, sp = blockIdx.y, t = blockIdx.z;
+    /* blockIdx.x: kv head x head group (HG groups of G heads share one kv head) */
+    const int HG = a.hgroups > 1 ? a.hgroups : 1;
+    const int kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int D = a.D, G = a.H / a.Hkv, D4 = D / 4;
+    const int D = a.D, Gfull = a.H / a.Hkv, G = Gfull / HG, D4 = D / 4;
+    const int head0 = kvh * Gfull + hgi * G; /* this block's first query head */
     AtSmem sm = at_smem(at_base, G, D);
     gcu_pdl_wait();
     gcu_pdl_trigger();
@@ -114,19 +123,27 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
         for (int h = warp; h < G; h += AT_WARPS)
-            gcu_prep_head(row + (size_t)(kvh * G + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale,
+            gcu_prep_head(row + (size_t)(head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale,
                           a.inv_freq, pos, lane);
         if (sp == nsp - 1 && warp == AT_WARPS - 1) {
+            /* the newest key and value: head group 0 writes them to the cache; every block of
+             * the last split keeps its own copy, rounded as the cache stores it */
             gcu_prep_head(row + (size_t)a.H * D + (size_t)kvh * D, sm.kbuf, D, a.eps, 1.0f,
                           a.inv_freq, pos, lane);
             size_t slot = (size_t)(pos % a.R);
             const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)kvh * D;
-            for (int d = lane; d < D; d += 32) gcu_kv_store(a, (slot * a.Hkv + kvh) * D + d, sm.kbuf[d], v[d]);
+            for (int d = lane; d < D; d += 32) {
+                float kv = sm.kbuf[d], vv = v[d];
+                if (hgi == 0) gcu_kv_store(a, (slot * a.Hkv + kvh) * D + d, kv, vv);
+                sm.kbuf[d] = a.kv32 ? kv : __bfloat162float(__float2bfloat16_rn(kv));
+                sm.vbuf[d] = a.kv32 ? vv : __bfloat162float(__float2bfloat16_rn(vv));
+            }
         }
     } else {
-        const float *q = a.qn + (size_t)t * a.H * D + (size_t)kvh * G * D;
+        const float *q = a.qn + (size_t)t * a.H * D + (size_t)head0 * D;
         for (int i = tid; i < G * D; i += GCU_ATT_THREADS) sm.qs[i] = q[i];
     }
+    const int newest = fused && sp == nsp - 1 ? pos : -1;
     for (int h = tid; h < G; h += GCU_ATT_THREADS) {
         sm.m[h] = -INFINITY;
         sm.l[h] = 0.0f;
@@ -137,7 +154,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
-        at_scores(a, sm, kvh, G, tile0, my1);
+        at_scores(a, sm, kvh, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);
         __syncthreads();
@@ -152,7 +169,9 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
             for (int kl = 0; kl < nv; kl++) {
                 size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
                 float4 v;
-                if (a.kv32) {
+                if (tile0 + kl == newest) {
+                    v = *(const float4 *)(sm.vbuf + 4 * d4);
+                } else if (a.kv32) {
                     v = *(const float4 *)((const float *)a.vc + vo);
                 } else {
                     uint2 vv = *(const uint2 *)((const __nv_bfloat16 *)a.vc + vo);
@@ -171,7 +190,8 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
 
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
-    float *mine = a.part + ((size_t)(t * a.Hkv + kvh) * a.nsplit + sp) * pstride;
+    const int grp = (t * a.Hkv + kvh) * HG + hgi; /* (token, kv head, head group) */
+    float *mine = a.part + ((size_t)grp * a.nsplit + sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
         for (int c = 0; c < AT_MAXC; c++) {
@@ -185,13 +205,13 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
         }
         __threadfence();
         __syncthreads();
-        if (tid == 0) *sm.flag = atomicAdd(&a.counters[t * a.Hkv + kvh], 1) == nsp - 1;
+        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) == nsp - 1;
         __syncthreads();
         if (!*sm.flag) return;
         __threadfence();
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
-    const float *base = a.part + (size_t)(t * a.Hkv + kvh) * a.nsplit * pstride;
+    const float *base = a.part + (size_t)grp * a.nsplit * pstride;
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
@@ -217,20 +237,20 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
             float inv = 1.0f / L;
             r = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
         }
-        const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)kvh * G * D + h * D + 4 * d4;
+        const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D + 4 * d4;
         r.x *= gcu_sigmoid(g[0]);
         r.y *= gcu_sigmoid(g[1]);
         r.z *= gcu_sigmoid(g[2]);
         r.w *= gcu_sigmoid(g[3]);
-        ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)kvh * G * D))[idx] = r;
+        ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)head0 * D))[idx] = r;
         ((float4 *)out)[idx] = r;
     }
-    if (nsp > 1 && tid == 0) a.counters[t * a.Hkv + kvh] = 0;
+    if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
     __syncthreads();
     /* stage this kv head's slice of the o_proj input (whole spans: checked by the host) */
     const int span_el = f.kind == GCU_KIND_DENSE ? 32 : 128 * 4 / f.bits;
-    const int e0 = kvh * G * D;
+    const int e0 = head0 * D;
     auto x = [&](int e) { return out[e - e0]; };
     gcu_stage_spans(f, x, e0 / span_el, (e0 + G * D) / span_el, a.xs + (size_t)(2 * t) * f.kx,
                     a.xs + (size_t)(2 * t + 1) * f.kx, a.xsum + (size_t)t * f.nspan * f.pps,
@@ -259,17 +279,21 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
         return glim_fail(err, GLIM_E_UNSUPPORTED,
                          "attention: %d heads over %d kv heads of width %d (need D %% 8 == 0, "
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
-    size_t smem = sizeof(float) * ((size_t)G * c->D + (size_t)G * GCU_ATT_TILE + 3 * G + c->D + 4);
+    /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
+    int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
+    int Gl = G / HG;
+    size_t smem = sizeof(float) * ((size_t)Gl * c->D + (size_t)Gl * GCU_ATT_TILE + 3 * Gl + 2 * c->D + 4);
     glim_status ist = gcu_attn_init(err);
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
+    a.hgroups = HG;
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
     int has_f = c->f != NULL;
     if (has_f) f = *c->f;
     a.f = NULL;
     void *args[] = {&a, &f, &has_f, &fused};
-    return gcu_check(gcu_launch((const void *)k_attention, dim3(c->Hkv, c->nsplit, c->T),
+    return gcu_check(gcu_launch((const void *)k_attention, dim3(c->Hkv * HG, c->nsplit, c->T),
                                 dim3(GCU_ATT_THREADS), smem, st, c->pdl, args),
                      "attention launch", err);
 }

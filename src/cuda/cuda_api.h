@@ -33,7 +33,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_DMV_RING override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
-    int pdl;       /* programmatic dependent launch between kernels (default 0) */
+    int pdl;       /* programmatic dependent launch between kernels (default 1) */
     int pf_units;  /* units each matvec warp prefetches into L2 before its input is ready (0) */
     int bps;       /* decode matrix-vector blocks per SM (default 3) */
     int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */

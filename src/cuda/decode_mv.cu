@@ -182,13 +182,12 @@ __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) 
                     if (eight) gcu_split((n & 1) ? 16.0f * v[b][n >> 1] : v[b][n >> 1], &h[k], &l[k]);
                     else gcu_split(v[b][n], &h[k], &l[k]);
                 }
-                /* the represented values, summed in element order */
+                /* the represented values (hi + lo) of the item's elements, in slot order; for
+                 * 8 bits each element once (its low nibble's slot, not the x 16 one) */
                 float sum = 0.0f;
-                for (int j = 0; j < ne; j++) {
-                    uint32_t hh, ll;
-                    gcu_split(v[b][j], &hh, &ll);
-                    sum += __uint_as_float(hh << 16) + __uint_as_float(ll << 16);
-                }
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    if (!eight || !(order[k] & 1)) sum += __uint_as_float(h[k] << 16) + __uint_as_float(l[k] << 16);
                 m.isum[(q >> 4) * 16 + ow[b]] = sum;
             }
             ((uint4 *)m.sx)[q] = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);

@@ -35,6 +35,7 @@ struct gcu_session {
     float *h, *qkvg, *qn, *aout, *oout, *act, *dout, *logits;
     float *h2;      /* decode_mv.cu path: the second residual buffer (ping-pong with h) */
     int fast;       /* decode runs through decode_mv.cu (opt.fast and every matrix fits) */
+    int fast_now;   /* kernels being enqueued belong to that path (PDL applies to them only) */
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;
     float *xsum_h, *xsum_q, *xsum_i;
     float *att_part;
