@@ -10,6 +10,7 @@
 
 #define AT_WARPS (GCU_ATT_THREADS / 32)
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
+#define AT_GROUP_KEYS 512 /* keys up to which a kv head's query heads spread over blocks */
 
 struct AtSmem {
     float *qs, *S, *m, *l, *corr, *kbuf, *vbuf;
@@ -101,18 +102,23 @@ __device__ void at_softmax(const AtSmem &sm, int G) {
 
 __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
     extern __shared__ float at_base[];
-    /* blockIdx.x: kv head x head group (HG groups of G heads share one kv head) */
+    /* blockIdx.x: kv head x head group. Over short spans of keys (AT_GROUP_KEYS) the HG blocks
+     * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
+     * ones only group 0 runs, with all G heads, so K and V are read once. */
     const int HG = a.hgroups > 1 ? a.hgroups : 1;
     const int kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int D = a.D, Gfull = a.H / a.Hkv, G = Gfull / HG, D4 = D / 4;
-    const int head0 = kvh * Gfull + hgi * G; /* this block's first query head */
-    AtSmem sm = at_smem(at_base, G, D);
+    const int D = a.D, Gfull = a.H / a.Hkv, D4 = D / 4;
     gcu_pdl_wait();
     gcu_pdl_trigger();
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
+    const bool grouped = HG > 1 && n <= AT_GROUP_KEYS;
+    if (!grouped && hgi > 0) return;
+    const int G = grouped ? Gfull / HG : Gfull;
+    const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
+    AtSmem sm = at_smem(at_base, G, D);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
@@ -169,8 +175,9 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
             for (int kl = 0; kl < nv; kl++) {
                 size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
                 float4 v;
-                if (tile0 + kl == newest) {
-                    v = *(const float4 *)(sm.vbuf + 4 * d4);
+                if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
+                    const float *vb = sm.vbuf + 4 * d4;
+                    v = make_float4(vb[0], vb[1], vb[2], vb[3]);
                 } else if (a.kv32) {
                     v = *(const float4 *)((const float *)a.vc + vo);
                 } else {
@@ -190,7 +197,8 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
 
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
-    const int grp = (t * a.Hkv + kvh) * HG + hgi; /* (token, kv head, head group) */
+    /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
+    const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
     float *mine = a.part + ((size_t)grp * a.nsplit + sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
@@ -281,8 +289,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
     int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
-    int Gl = G / HG;
-    size_t smem = sizeof(float) * ((size_t)Gl * c->D + (size_t)Gl * GCU_ATT_TILE + 3 * Gl + 2 * c->D + 4);
+    size_t smem = sizeof(float) * ((size_t)G * c->D + (size_t)G * GCU_ATT_TILE + 3 * G + 2 * c->D + 4);
     glim_status ist = gcu_attn_init(err);
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;

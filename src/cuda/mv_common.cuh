@@ -163,15 +163,29 @@ __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, 
     float sg[NB], sh[NB];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
-    for (int wi = wf; wi <= wl; wi++) {
-        long long u0 = U * wi / a.W;
-        int slot = u0 / nspan == rb ? 0 : 1;
-        const float2 *q = a.partial + (size_t)(wi * 2 + slot) * NB * 32;
+    /* Every warp after wf starts its range inside rb, so rb is its first segment (slot 0); wf's
+     * slot is 0 only when its range starts exactly at rb. Loads in batches (one round trip per
+     * batch, not per warp), summed in warp order: deterministic. */
+    const int slot_f = U * wf / a.W < (long long)rb * nspan ? 1 : 0;
+    constexpr int BATCH = NB == 1 ? 8 : 1;
+    for (int w0 = wf; w0 <= wl; w0 += BATCH) {
+        float2 v[BATCH][NB];
 #pragma unroll
-        for (int nb = 0; nb < NB; nb++) {
-            float2 v = __ldcg(q + nb * 32 + lane);
-            sg[nb] += v.x;
-            sh[nb] += v.y;
+        for (int b = 0; b < BATCH; b++) {
+            const int wi = w0 + b;
+            if (wi > wl) break;
+            const float2 *q = a.partial + (size_t)(wi * 2 + (wi == wf ? slot_f : 0)) * NB * 32;
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++) v[b][nb] = __ldcg(q + nb * 32 + lane);
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; b++) {
+            if (w0 + b > wl) break;
+#pragma unroll
+            for (int nb = 0; nb < NB; nb++) {
+                sg[nb] += v[b][nb].x;
+                sh[nb] += v[b][nb].y;
+            }
         }
     }
     mv_epilogue<NB>(a, rb, lane, sg, sh);
