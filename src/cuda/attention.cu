@@ -10,7 +10,7 @@
 
 #define AT_WARPS (GCU_ATT_THREADS / 32)
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
-#define AT_GROUP_KEYS 512 /* keys up to which a kv head's query heads spread over blocks */
+#define AT_GROUP_KEYS 8192 /* keys up to which a kv head's query heads spread over blocks */
 
 struct AtSmem {
     float *qs, *S, *m, *l, *corr, *kbuf, *vbuf;
@@ -109,8 +109,9 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     const int kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int D = a.D, Gfull = a.H / a.Hkv, D4 = D / 4;
+    /* no early trigger: the next kernel (a whole-SM matvec) launches as these blocks exit, so
+     * it never takes an SM that a later attention block still needs */
     gcu_pdl_wait();
-    gcu_pdl_trigger();
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
