@@ -80,7 +80,7 @@ double gcu_session_last_gpu_ms(const gcu_session *s);
 /* Bench helper: device time of each kind of kernel launched alone (no PDL), median of 20, on
  * the session's buffers at position pos (run one forward first). Returns the rows filled. */
 typedef struct gcu_prof_row {
-    char name[64];
+    char name[160];
     double ms, bytes; /* bytes: weights streamed, 0 when not a matrix */
 } gcu_prof_row;
 int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err);

@@ -21,6 +21,7 @@
 #define DMV_WARPS 16
 #define DMV_THREADS (DMV_WARPS * 32)
 #define DMV_SMEM_MAX (200 * 1024)
+#define DMV_NSTAMP 8
 #define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
 
 struct DmvArgs {
@@ -35,7 +36,13 @@ struct DmvArgs {
     float eps_out;
     gcu_xfmt f;
     int pf_units;
+    long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
 };
+
+/* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
+__device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
+    if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();
+}
 
 /* The sum of v over the block (every thread gets it), in double as the CPU oracle sums squares. */
 __device__ double dmv_block_sum(double v, double *scratch) {
@@ -224,6 +231,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
     const uint64_t pol = mv_policy();
     const int uw = a.unit_u4;
     const uint4 *lp = a.w + (size_t)u0 * uw;
+    if (threadIdx.x == 0) dmv_stamp(d, 0);
     if (lane == 0 && d.pf_units > 0 && u1 > u0) {
         int n = u1 - u0 < d.pf_units ? u1 - u0 : d.pf_units;
         gcu_l2_prefetch(lp, (unsigned)(n * uw * 16));
@@ -236,11 +244,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
             lp += uw;
         }
     gcu_pdl_wait();
+    if (threadIdx.x == 0) dmv_stamp(d, 1);
 
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
+    if (threadIdx.x == 0) dmv_stamp(d, 2);
     dmv_stage(d, m, d.pro == GCU_PRO_RAW ? d.src : m.row);
     __syncthreads();
+    if (threadIdx.x == 0) dmv_stamp(d, 3);
     const __nv_bfloat16 *sx = m.sx;
     const float *sxsum = m.xsum;
     const int cs = a.cs;
@@ -303,6 +314,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
             }
             bp += SPAN;
             xp += PPS;
+            if (threadIdx.x == 0 && base + j == u0) dmv_stamp(d, 4); /* the first unit is in */
             if (++sp == a.nspan || base + j + 1 == u1) {
                 float vg[1], vh[1];
                 vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
@@ -318,6 +330,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
         }
     }
     if (!trig) gcu_pdl_trigger();
+    if (d.stamps) {
+        if (threadIdx.x == 0) dmv_stamp(d, 5);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dmv_stamp(d, 6);
+            unsigned long long gt;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gt;
+        }
+    }
 }
 
 /* The residual add alone (one block): h_out = h_in + centred_norm(src; w_add), for decode with
@@ -422,6 +444,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     d.eps_out = c->eps_out;
     d.f = m->f;
     d.pf_units = c->pf_units;
+    d.stamps = c->stamps;
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);

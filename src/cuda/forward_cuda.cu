@@ -706,6 +706,7 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     c.pf_units = g->opt.pf_units;
     c.pdl = pdl_on(s);
     c.ring = g->opt.dmv_ring;
+    c.stamps = s->prof_stamps;
     return gcu_dmv_launch(&c, s->st, err);
 }
 
@@ -1003,6 +1004,47 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
             rows[n].bytes = (double)dm[k].M->bytes;
             rows[n].ms = prof_time(s, prof_run_dmv, &dm[k], 20, err);
         }
+    /* where a launch's time goes: per-block phase stamps, averaged over the blocks */
+    long long *dst = NULL;
+    int nsm = gcu_sm_count(), khz = 0;
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+    long long *hst = (long long *)malloc(sizeof(long long) * 8 * nsm);
+    if (s->fast && hst && cudaMalloc((void **)&dst, sizeof(long long) * 8 * nsm) == cudaSuccess) {
+        const char *pn[4] = {"qkvg", "o_proj", "gate/up", "down"};
+        for (int k = 0; k < 4 && n < max; k++) {
+            cudaMemset(dst, 0, sizeof(long long) * 8 * nsm);
+            s->prof_stamps = dst;
+            glim_status ps = prof_run_dmv(s, &dm[k], err);
+            s->prof_stamps = NULL;
+            if (ps != GLIM_OK || cudaStreamSynchronize(s->st) != cudaSuccess) break;
+            cudaMemcpy(hst, dst, sizeof(long long) * 8 * nsm, cudaMemcpyDeviceToHost);
+            double ph[6] = {0, 0, 0, 0, 0, 0}, tot = 0;
+            long long g0 = 0, g1 = 0;
+            int nb = 0;
+            for (int b = 0; b < nsm; b++) {
+                const long long *t = hst + 8 * b;
+                if (!t[0] || !t[6]) continue; /* a block that did not run */
+                for (int i = 0; i < 6; i++) ph[i] += (double)(t[i + 1] - t[i]);
+                tot += (double)(t[6] - t[0]);
+                if (!nb || t[7] < g0) g0 = t[7];
+                if (!nb || t[7] > g1) g1 = t[7];
+                nb++;
+            }
+            double us = khz > 0 ? 1e3 / khz : 0; /* per cycle, at the rated clock */
+            if (nb)
+                snprintf(rows[n].name, sizeof rows[n].name,
+                         "phases %s (us at %d MHz, block mean): wait %.1f, norms %.1f, stage %.1f, "
+                         "first unit %.1f, loop %.1f, tail %.1f; block ends spread %.1f us",
+                         pn[k], khz / 1000, ph[0] / nb * us, ph[1] / nb * us, ph[2] / nb * us,
+                         ph[3] / nb * us, ph[4] / nb * us, ph[5] / nb * us, (g1 - g0) / 1e3);
+            rows[n].bytes = 0;
+            rows[n].ms = nb ? tot / nb * us / 1e3 : 0;
+            n++;
+        }
+    }
+    cudaFree(dst);
+    free(hst);
+
     /* the fixed cost of a launch: the same kernels over one row block only */
     gcu_mat one_q = y1->qkvg, one_d = y1->down;
     one_q.nrb = one_d.nrb = 1;

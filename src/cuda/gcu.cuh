@@ -140,6 +140,10 @@ typedef struct gcu_dmv_call {
     int *counters;             /* [row blocks], zero */
     int pf_units, pdl;
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
+    long long *stamps;         /* profiling, or NULL: per block 8 readings: clock64 at start, after
+                                  the PDL wait, after the norms, after staging, when warp 0's first
+                                  unit is in, at warp 0's end, at the block's end; globaltimer at
+                                  the end */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
