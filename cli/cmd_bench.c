@@ -315,6 +315,8 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "L2 prefetch 4 units", v[nv].o = base, v[nv++].o.pf_units = 4;
         v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
         v[nv].name = "4 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 4;
+        v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
+        v[nv].name = "chained, no PDL", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.pdl = 0;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

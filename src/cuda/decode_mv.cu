@@ -22,6 +22,7 @@
 #define DMV_THREADS (DMV_WARPS * 32)
 #define DMV_SMEM_MAX (200 * 1024)
 #define DMV_NSTAMP 8
+#define DMV_CHAIN 4 /* products one chained launch may carry */
 #define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
 
 struct DmvArgs {
@@ -215,10 +216,29 @@ __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) 
 
 /* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
  * flight against the memory latency; the bench compares 2, 3 and 4. */
+/* Grid barrier of the chained kernel: every block arrives (counter += 1) and waits until the
+ * counter reaches target. All blocks are resident (one per SM, cooperative launch). */
+__device__ __forceinline__ void dmv_grid_barrier(unsigned *bar, unsigned target) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(bar, 1u);
+        unsigned v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+        } while (v < target);
+    }
+    __syncthreads();
+}
+
+/* One decode matrix-vector product by the whole grid (out of line: inlined twice into the chain,
+ * ptxas kept values of one step alive across the other and spilled). bar == NULL: a kernel of its own (waits
+ * for the previous kernel with griddepcontrol.wait). Otherwise step `step` of a chain: its first
+ * weights are requested, then the grid barrier closes the previous step. `last`: let the next
+ * kernel launch when the weights of this step have all been requested. */
 template <int KIND, int PPS, bool SBF32, int RING>
-__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
-    extern __shared__ uint4 dmv_smem[];
-    __shared__ double scratch[DMV_WARPS];
+__device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, double *scratch,
+                                      unsigned *bar, int step, bool last) {
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -243,7 +263,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
             mv_load_p(ring[j], lp, lane, pol);
             lp += uw;
         }
-    gcu_pdl_wait();
+    if (!bar || step == 0) gcu_pdl_wait();
+    else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
 
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
@@ -309,7 +330,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
                 mv_load_p(s, lp, lane, pol);
                 lp += uw;
             } else if (!trig) {
-                gcu_pdl_trigger();
+                if (last) gcu_pdl_trigger();
                 trig = true;
             }
             bp += SPAN;
@@ -329,7 +350,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
             }
         }
     }
-    if (!trig) gcu_pdl_trigger();
+    if (!trig && last) gcu_pdl_trigger();
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();
@@ -339,6 +360,44 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
             d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gt;
         }
+    }
+}
+
+template <int KIND, int PPS, bool SBF32, int RING>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
+    extern __shared__ uint4 dmv_smem[];
+    __shared__ double scratch[DMV_WARPS];
+    dmv_body<KIND, PPS, SBF32, RING>(d, dmv_smem, scratch, NULL, 0, true);
+}
+
+/* Up to DMV_CHAIN products in one launch, a grid barrier between them: a layer's o_proj,
+ * gate/up, down and the next layer's qkvg (or the head) without three kernel boundaries; each
+ * step's first weights are in flight before its barrier. The barrier counter is left at zero
+ * for the next launch by the last block out. */
+struct DmvChain {
+    DmvArgs step[DMV_CHAIN];
+    int n;
+    unsigned *bar; /* [2], zero */
+};
+
+template <int KIND, int PPS, bool SBF32, int RING>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_constant__ DmvChain c) {
+    extern __shared__ uint4 dmv_smem[];
+    __shared__ double scratch[DMV_WARPS];
+    /* the step's arguments go through shared memory: indexing the parameters at run time made
+     * ptxas copy them to local memory and spill */
+    __shared__ __align__(16) DmvArgs sargs;
+#pragma unroll 1
+    for (int i = 0; i < c.n; i++) {
+        __syncthreads(); /* the previous step is done with sargs */
+        for (int k = threadIdx.x; k < (int)(sizeof(DmvArgs) / 4); k += DMV_THREADS)
+            ((int *)&sargs)[k] = ((const int *)&c.step[i])[k];
+        __syncthreads();
+        dmv_body<KIND, PPS, SBF32, RING>(sargs, dmv_smem, scratch, c.bar, i, i == c.n - 1);
+    }
+    if (threadIdx.x == 0 && atomicAdd(c.bar + 1, 1u) == gridDim.x - 1) {
+        c.bar[0] = 0; /* every block is past every barrier */
+        c.bar[1] = 0;
     }
 }
 
@@ -367,6 +426,23 @@ static const void *dmv_pick_r(int kind, int pps, int sbf32) {
     }
     return NULL;
 }
+template <int RING>
+static const void *dmv_chain_pick_r(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv_chain<GCU_KIND_DENSE, 1, false, RING>;
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 2: return (const void *)k_dmv_chain<GCU_KIND_Q, 1, false, RING>;
+    case 3: return (const void *)k_dmv_chain<GCU_KIND_Q, 1, true, RING>;
+    case 4: return (const void *)k_dmv_chain<GCU_KIND_Q, 2, false, RING>;
+    case 5: return (const void *)k_dmv_chain<GCU_KIND_Q, 2, true, RING>;
+    case 8: return (const void *)k_dmv_chain<GCU_KIND_Q, 4, false, RING>;
+    case 9: return (const void *)k_dmv_chain<GCU_KIND_Q, 4, true, RING>;
+    }
+    return NULL;
+}
+static const void *dmv_chain_pick(int kind, int pps, int sbf32, int ring) {
+    return ring <= 2 ? dmv_chain_pick_r<2>(kind, pps, sbf32)
+                     : ring == 3 ? dmv_chain_pick_r<3>(kind, pps, sbf32) : dmv_chain_pick_r<4>(kind, pps, sbf32);
+}
 static const void *dmv_pick(int kind, int pps, int sbf32, int ring) {
     return ring <= 2 ? dmv_pick_r<2>(kind, pps, sbf32)
                      : ring == 3 ? dmv_pick_r<3>(kind, pps, sbf32) : dmv_pick_r<4>(kind, pps, sbf32);
@@ -386,32 +462,40 @@ extern "C" int gcu_dmv_fits(const gcu_mat *m, int pro, int K) {
     return gcu_dmv_smem(m, pro, K) <= DMV_SMEM_MAX && dmv_pick(m->f.kind, m->f.pps, m->sbf32, 2);
 }
 
-extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
+/* Raises the shared-memory limit of every decode kernel variant once (outside graph capture). */
+static glim_status dmv_init(glim_error *err) {
     static int raised;
+    if (raised) return GLIM_OK;
+    int kinds[2] = {GCU_KIND_Q, GCU_KIND_DENSE}, pps[3] = {1, 2, 4};
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < 3; p++)
+            for (int f = 0; f < 6; f++) {
+                const void *fns[2] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                                      dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1))};
+                for (int i = 0; i < 2; i++) {
+                    cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                         DMV_SMEM_MAX);
+                    if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
+                }
+            }
+    raised = 1;
+    return GLIM_OK;
+}
+
+/* The kernel arguments of one call; blocks: the grid it wants (<= one per SM), or forced when
+ * force_blocks > 0 (a chain runs every step on the same grid). */
+static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d, int *blocks_out,
+                            size_t *smem_out, glim_error *err) {
     const gcu_mat *m = c->m;
-    const void *fn = dmv_pick(m->f.kind, m->f.pps, m->sbf32, c->ring);
     size_t smem = gcu_dmv_smem(m, c->pro, c->K);
-    if (!fn || smem > DMV_SMEM_MAX)
+    if (!dmv_pick(m->f.kind, m->f.pps, m->sbf32, c->ring) || smem > DMV_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: no kernel for this format or "
                          "width %d (%zu bytes of shared memory, at most %d)", c->K, smem, DMV_SMEM_MAX);
     if (c->K > m->f.K || (c->pro != GCU_PRO_RAW && c->K != m->f.K))
         return glim_fail(err, GLIM_E_ARG, "decode matvec: input width %d for a matrix of width %d",
                          c->K, m->f.K);
-    if (!raised) {
-        int kinds[2] = {GCU_KIND_Q, GCU_KIND_DENSE}, pps[3] = {1, 2, 4};
-        for (int k = 0; k < 2; k++)
-            for (int p = 0; p < 3; p++)
-                for (int f = 0; f < 6; f++) {
-                    cudaError_t e = cudaFuncSetAttribute(dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         DMV_SMEM_MAX);
-                    if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
-                }
-        raised = 1;
-    }
-    DmvArgs d;
-    memset(&d, 0, sizeof d);
-    MvArgs &a = d.mv;
+    memset(d, 0, sizeof *d);
+    MvArgs &a = d->mv;
     a.w = m->w;
     a.nunits = (long long)m->nrb * m->f.nspan;
     a.nspan = m->f.nspan;
@@ -421,6 +505,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     long long blocks = gcu_sm_count();
     long long need = (a.nunits + DMV_WARPS - 1) / DMV_WARPS;
     if (blocks > need) blocks = need;
+    if (force_blocks > 0) blocks = force_blocks;
     a.W = (int)(blocks * DMV_WARPS < a.nunits ? blocks * DMV_WARPS : a.nunits);
     a.epi = c->epi;
     a.out = c->out;
@@ -432,22 +517,88 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     a.counters = c->counters;
     a.cs = dmv_cs(&m->f);
     a.qoff = m->f.bits == 8 ? -(16.0f + 16.0f * 16.0f) : -16.0f; /* 16+lo + 16*(16+hi) for 8 bits */
-    d.pro = c->pro;
-    d.K = c->K;
-    d.src = c->src;
-    d.h_in = c->h_in;
-    d.h_out = c->h_out;
-    d.w_add = c->w_add;
-    d.eps_add = c->eps_add;
-    d.norm_out = c->norm_out;
-    d.w_out = c->w_out;
-    d.eps_out = c->eps_out;
-    d.f = m->f;
-    d.pf_units = c->pf_units;
-    d.stamps = c->stamps;
+    d->pro = c->pro;
+    d->K = c->K;
+    d->src = c->src;
+    d->h_in = c->h_in;
+    d->h_out = c->h_out;
+    d->w_add = c->w_add;
+    d->eps_add = c->eps_add;
+    d->norm_out = c->norm_out;
+    d->w_out = c->w_out;
+    d->eps_out = c->eps_out;
+    d->f = m->f;
+    d->pf_units = c->pf_units;
+    d->stamps = c->stamps;
+    *blocks_out = (int)blocks;
+    *smem_out = smem;
+    return GLIM_OK;
+}
+
+extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
+    glim_status s = dmv_init(err);
+    DmvArgs d;
+    int blocks;
+    size_t smem;
+    if (s == GLIM_OK) s = dmv_args(c, 0, &d, &blocks, &smem, err);
+    if (s != GLIM_OK) return s;
+    const void *fn = dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring);
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);
+}
+
+extern "C" int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n) {
+    if (n < 1 || n > DMV_CHAIN) return 0;
+    for (int i = 0; i < n; i++) {
+        const gcu_mat *m = c[i].m, *m0 = c[0].m;
+        if (m->f.kind != m0->f.kind || m->f.pps != m0->f.pps || m->sbf32 != m0->sbf32 ||
+            c[i].ring != c[0].ring || !gcu_dmv_fits(m, c[i].pro, c[i].K))
+            return 0;
+    }
+    return 1;
+}
+
+extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,
+                                            glim_error *err) {
+    if (!gcu_dmv_chain_ok(c, n))
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec chain: %d products of different "
+                         "formats (or too many)", n);
+    glim_status s = dmv_init(err);
+    if (s != GLIM_OK) return s;
+    DmvChain ch;
+    memset(&ch, 0, sizeof ch);
+    size_t smem = 0;
+    const int nsm = gcu_sm_count();
+    for (int i = 0; i < n && s == GLIM_OK; i++) {
+        int b;
+        size_t sm;
+        s = dmv_args(&c[i], nsm, &ch.step[i], &b, &sm, err);
+        if (sm > smem) smem = sm;
+    }
+    if (s != GLIM_OK) return s;
+    ch.n = n;
+    ch.bar = bar;
+    const void *fn = dmv_chain_pick(c[0].m->f.kind, c[0].m->f.pps, c[0].m->sbf32, c[0].ring);
+    /* cooperative: every block resident at once, or the launch fails (never a hang) */
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = dim3((unsigned)nsm);
+    cfg.blockDim = dim3(DMV_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[2];
+    int na = 0;
+    attr[na].id = cudaLaunchAttributeCooperative;
+    attr[na++].val.cooperative = 1;
+    if (c[0].pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
+    void *args[] = {&ch};
+    return gcu_check(cudaLaunchKernelExC(&cfg, fn, args), "decode matvec chain launch", err);
 }
 
 extern "C" glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {

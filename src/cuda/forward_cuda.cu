@@ -39,6 +39,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.kv32 = env_int("GLIM_CUDA_KV32", 0);
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     o.fast = env_int("GLIM_CUDA_FAST", 1);
+    o.chain = env_int("GLIM_CUDA_CHAIN", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
@@ -316,6 +317,7 @@ extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
 /* ---- sessions ---------------------------------------------------------------------------- */
 
 static int fast_fits(const gcu_model *g);
+static int chain_fits(const gcu_model *g);
 
 static int ring_rows(const gcu_model *g, int l, int n_ctx) {
     if (g->is_full[l]) return n_ctx;
@@ -380,7 +382,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
 
 extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
     sess_plan p = plan_session(g, n_ctx);
-    return p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
+    return 16 + p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
            p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
            4ull * (g->inter / 32 + 2);
 }
@@ -392,7 +394,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     free(s->kc), free(s->vc), free(s->R);
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
-                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt};
+                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -457,6 +459,8 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
+    DA(s->chain_bar, 16);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
     int max_span = 1;
     for (int l = 0; l < g->L; l++)
         if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
@@ -464,6 +468,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->span_cnt, 0, 4ull * max_span), "memset", err);
 #undef DA
     s->fast = g->opt.fast && fast_fits(g);
+    s->chain = s->fast && g->opt.chain && chain_fits(g);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
@@ -676,12 +681,27 @@ static int fast_fits(const gcu_model *g) {
     return gcu_dmv_fits(&g->head, GCU_PRO_RESID, g->hidden);
 }
 
+/* Whether every layer's o, gate/up, down and next qkvg (or head) can run as one chain. */
+static int chain_fits(const gcu_model *g) {
+    for (int l = 0; l < g->L; l++) {
+        const gcu_layer *y = &g->layer[l];
+        gcu_dmv_call c[4];
+        memset(c, 0, sizeof c);
+        const gcu_mat *ms[4] = {&y->o, &y->gu, &y->down, l + 1 < g->L ? &g->layer[l + 1].qkvg : &g->head};
+        int pros[4] = {GCU_PRO_RAW, GCU_PRO_RESID, GCU_PRO_RAW, GCU_PRO_RESID};
+        int Ks[4] = {g->H * g->D, g->hidden, g->inter, g->hidden};
+        for (int i = 0; i < 4; i++) c[i].m = ms[i], c[i].pro = pros[i], c[i].K = Ks[i], c[i].ring = g->opt.dmv_ring;
+        if (!gcu_dmv_chain_ok(c, 4)) return 0;
+    }
+    return 1;
+}
+
 /* One decode matvec. pro RAW: x = src (width K). NORM: x = norm_out(src). RESID:
  * h_out = h_in + centred_post_norm(src; w_add), x = norm_out(h_out). norm_out is the centred
  * pre-norm w_out, or the plain final norm for the head. */
-static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const float *src,
-                       const float *h_in, float *h_out, const float *w_add, const float *w_out,
-                       int epi, float *out, int out_rows, glim_error *err) {
+static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, const float *src,
+                             const float *h_in, float *h_out, const float *w_add, const float *w_out,
+                             int epi, float *out, int out_rows) {
     const gcu_model *g = s->m;
     gcu_dmv_call c;
     memset(&c, 0, sizeof c);
@@ -707,7 +727,43 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     c.pdl = pdl_on(s);
     c.ring = g->opt.dmv_ring;
     c.stamps = s->prof_stamps;
+    return c;
+}
+
+/* One decode matvec. pro RAW: x = src (width K). NORM: x = norm_out(src). RESID:
+ * h_out = h_in + centred_post_norm(src; w_add), x = norm_out(h_out). norm_out is the centred
+ * pre-norm w_out, or the plain final norm for the head. */
+static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const float *src,
+                       const float *h_in, float *h_out, const float *w_add, const float *w_out,
+                       int epi, float *out, int out_rows, glim_error *err) {
+    gcu_dmv_call c = dmv_make(s, M, pro, K, src, h_in, h_out, w_add, w_out, epi, out, out_rows);
     return gcu_dmv_launch(&c, s->st, err);
+}
+
+/* The chained form of layer l's products after attention: o_proj, gate/up, down and the next
+ * layer's qkvg (the head after the last layer) in one launch (gcu_dmv_chain_launch). Returns 0
+ * without launching when the four cannot share a kernel (then the caller launches them apart). */
+static int decode_chain(gcu_session *s, int l, glim_status *st, glim_error *err) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[l];
+    const int Hd = g->hidden, last = l + 1 == g->L;
+    gcu_dmv_call c[4];
+    c[0] = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
+                    GCU_EPI_STORE, s->oout, Hd);
+    c[1] = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h,
+                    y->w_post_attn, y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
+    c[2] = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
+                    GCU_EPI_STORE, s->dout, Hd);
+    if (last)
+        c[3] = dmv_make(s, &g->head, GCU_PRO_RESID, Hd, s->dout, s->h, NULL, y->w_post_ffn, g->w_final,
+                        GCU_EPI_SOFTCAP, s->logits, g->vocab);
+    else
+        c[3] = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
+                        y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
+    for (int i = 0; i < 4; i++) c[i].stamps = NULL;
+    if (!gcu_dmv_chain_ok(c, 4)) return 0;
+    *st = gcu_dmv_chain_launch(c, 4, s->chain_bar, s->st, err);
+    return 1;
 }
 
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
@@ -766,6 +822,19 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     const gcu_model *g = s->m;
     glim_status st = stage(s, GCU_ST_EMBED, 1, g->hidden, s->h, NULL, NULL, g->rms_eps,
                            GCU_NORM_NONE, NULL, 0, NULL, NULL, NULL, err);
+    if (s->chain && !s->hooks && !s->allreduce && st == GLIM_OK) {
+        /* qkvg of layer 0, then per layer: attention, and the chain that ends with the next
+         * layer's qkvg (the head after the last layer) */
+        const gcu_layer *y0 = &g->layer[0];
+        st = dmv(s, &y0->qkvg, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, y0->w_in,
+                 GCU_EPI_STORE, s->qkvg, qkvg_rows(g), err);
+        for (int l = 0; st == GLIM_OK && l < g->L; l++) {
+            st = attention(s, l, 1, 0, err);
+            if (st == GLIM_OK && !decode_chain(s, l, &st, err)) /* chain_fits said yes */
+                return glim_fail(err, GLIM_E_BACKEND, "CUDA: layer %d cannot be chained", l);
+        }
+        return st;
+    }
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st != GLIM_OK) return st;
     if (s->hooks)

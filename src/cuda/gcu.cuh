@@ -149,6 +149,12 @@ typedef struct gcu_dmv_call {
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);
 glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
+/* n (<= 4) products in one cooperative launch with grid barriers between them (each step's
+ * input may be the previous step's output). All must share the kernel variant: checked by
+ * gcu_dmv_chain_ok. bar: 2 device words, zero (left zero). */
+int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n);
+glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,
+                                 glim_error *err);
 /* Only the residual add of a RESID prologue (h_out = h_in + centred_norm(src)), bit for bit as
  * the matvec would do it; c->m is the consumer (its layout sizes the shared memory). */
 glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);

@@ -36,6 +36,8 @@ struct gcu_session {
     float *h2;      /* decode_mv.cu path: the second residual buffer (ping-pong with h) */
     int fast;       /* decode runs through decode_mv.cu (opt.fast and every matrix fits) */
     int fast_now;   /* kernels being enqueued belong to that path (PDL applies to them only) */
+    int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
+    unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;
     float *xsum_h, *xsum_q, *xsum_i;
