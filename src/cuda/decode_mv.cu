@@ -290,42 +290,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
         for (int j = 0; j < RING; j++) {
             if (base + j >= u1) break;
             MvSlot<KIND, PPS, SBF32> &s = ring[j];
-            if (KIND == GCU_KIND_Q) {
-#pragma unroll
-                for (int pc = 0; pc < PPS; pc++) {
-                    float dd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                    for (int ii = 0; ii < 4 / PPS; ii++) {
-                        const int i = pc * (4 / PPS) + ii;
-                        uint4 b = bvalid ? *(const uint4 *)(bp + i * 32) : make_uint4(0, 0, 0, 0);
-                        uint32_t wgv = u4w(s.a0, i), whv = u4w(s.a1, i);
-                        gcu_mma(dd, gcu_nib2_16(wgv, 0), gcu_nib2_16(whv, 0), gcu_nib2_16(wgv, 1),
-                                gcu_nib2_16(whv, 1), b.x, b.y);
-                        gcu_mma(dd, gcu_nib2_16(wgv, 2), gcu_nib2_16(whv, 2), gcu_nib2_16(wgv, 3),
-                                gcu_nib2_16(whv, 3), b.z, b.w);
-                    }
-                    float sg, bg, sh, bh;
-                    if (SBF32) {
-                        sg = __uint_as_float(s.sb[2 * pc]);
-                        bg = __uint_as_float(s.sb[2 * pc + 1]);
-                        sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
-                        bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
-                    } else {
-                        sg = gcu_bf16lo(s.sb[pc]);
-                        bg = gcu_bf16hi(s.sb[pc]);
-                        sh = gcu_bf16lo(s.sb[PPS + pc]);
-                        bh = gcu_bf16hi(s.sb[PPS + pc]);
-                    }
-                    float X = xvalid ? xp[pc] : 0.0f;
-                    /* A carried 16 + q (per nibble): w = s*q + b = s*A + (b + qoff*s), qoff < 0 */
-                    acc[0] += sg * (dd[0] + dd[1]) + fmaf(a.qoff, sg, bg) * X;
-                    acc[1] += sh * (dd[2] + dd[3]) + fmaf(a.qoff, sh, bh) * X;
-                }
-            } else {
-                uint4 b = bvalid ? *(const uint4 *)bp : make_uint4(0, 0, 0, 0);
-                gcu_mma(acc, s.a0.x, s.a1.x, s.a0.y, s.a1.y, b.x, b.y);
-                gcu_mma(acc, s.a0.z, s.a1.z, s.a0.w, s.a1.w, b.z, b.w);
-            }
+            mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (base + j + RING < u1) {
                 mv_load_p(s, lp, lane, pol);
                 lp += uw;

@@ -91,6 +91,55 @@ __device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArg
     mv_load_p(s, a.w + u * a.unit_u4, lane, pol);
 }
 
+/* One unit of one token (the decode kernels): acc[0] / acc[1] (MLX: rows g and g+8; dense: the
+ * mma's four accumulators) += the unit times x. bp: the staged hi/lo columns of this lane,
+ * xp: the unit's per-piece sums of x. RAW16: nibbles enter as 16+q (gcu_nib2_16) instead of
+ * centred q-8 (gcu_nib2); qoff is the matching offset (negative for RAW16). */
+template <int KIND, int PPS, bool SBF32, bool RAW16>
+__device__ __forceinline__ void mv_unit(const MvSlot<KIND, PPS, SBF32> &s, const __nv_bfloat16 *bp,
+                                        bool bvalid, const float *xp, bool xvalid, float qoff,
+                                        float *acc) {
+    if (KIND == GCU_KIND_Q) {
+#pragma unroll
+        for (int pc = 0; pc < PPS; pc++) {
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int ii = 0; ii < 4 / PPS; ii++) {
+                const int i = pc * (4 / PPS) + ii;
+                uint4 b = bvalid ? *(const uint4 *)(bp + i * 32) : make_uint4(0, 0, 0, 0);
+                uint32_t wgv = u4w(s.a0, i), whv = u4w(s.a1, i);
+                if (RAW16) {
+                    gcu_mma(d, gcu_nib2_16(wgv, 0), gcu_nib2_16(whv, 0), gcu_nib2_16(wgv, 1), gcu_nib2_16(whv, 1), b.x, b.y);
+                    gcu_mma(d, gcu_nib2_16(wgv, 2), gcu_nib2_16(whv, 2), gcu_nib2_16(wgv, 3), gcu_nib2_16(whv, 3), b.z, b.w);
+                } else {
+                    gcu_mma(d, gcu_nib2(wgv, 0), gcu_nib2(whv, 0), gcu_nib2(wgv, 1), gcu_nib2(whv, 1), b.x, b.y);
+                    gcu_mma(d, gcu_nib2(wgv, 2), gcu_nib2(whv, 2), gcu_nib2(wgv, 3), gcu_nib2(whv, 3), b.z, b.w);
+                }
+            }
+            float sg, bg, sh, bh;
+            if (SBF32) {
+                sg = __uint_as_float(s.sb[2 * pc]);
+                bg = __uint_as_float(s.sb[2 * pc + 1]);
+                sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
+                bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
+            } else {
+                sg = gcu_bf16lo(s.sb[pc]);
+                bg = gcu_bf16hi(s.sb[pc]);
+                sh = gcu_bf16lo(s.sb[PPS + pc]);
+                bh = gcu_bf16hi(s.sb[PPS + pc]);
+            }
+            float X = xvalid ? xp[pc] : 0.0f;
+            /* A carries q+c (c = -8 centred, or 16): w = s*q + b = s*A + (b + qoff*s) */
+            acc[0] += sg * (d[0] + d[1]) + fmaf(qoff, sg, bg) * X;
+            acc[1] += sh * (d[2] + d[3]) + fmaf(qoff, sh, bh) * X;
+        }
+    } else {
+        uint4 b = bvalid ? *(const uint4 *)bp : make_uint4(0, 0, 0, 0);
+        gcu_mma(acc, s.a0.x, s.a1.x, s.a0.y, s.a1.y, b.x, b.y);
+        gcu_mma(acc, s.a0.z, s.a1.z, s.a0.w, s.a1.w, b.z, b.w);
+    }
+}
+
 /* Writes the 2 x NB values this lane holds for row block rb. */
 template <int NB>
 __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,

@@ -225,39 +225,7 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32, MV1_MIN_BLOCKS) k_mv1(MvArg
         for (int j = 0; j < RING; j++) {
             if (base + j >= u1) break;
             MvSlot<KIND, PPS, SBF32> &s = ring[j];
-            if (KIND == GCU_KIND_Q) {
-#pragma unroll
-                for (int pc = 0; pc < PPS; pc++) {
-                    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                    for (int ii = 0; ii < 4 / PPS; ii++) {
-                        const int i = pc * (4 / PPS) + ii;
-                        uint4 b = bvalid ? *(const uint4 *)(bp + i * 32) : make_uint4(0, 0, 0, 0);
-                        uint32_t wgv = u4w(s.a0, i), whv = u4w(s.a1, i);
-                        gcu_mma(d, gcu_nib2(wgv, 0), gcu_nib2(whv, 0), gcu_nib2(wgv, 1), gcu_nib2(whv, 1), b.x, b.y);
-                        gcu_mma(d, gcu_nib2(wgv, 2), gcu_nib2(whv, 2), gcu_nib2(wgv, 3), gcu_nib2(whv, 3), b.z, b.w);
-                    }
-                    float sg, bg, sh, bh;
-                    if (SBF32) {
-                        sg = __uint_as_float(s.sb[2 * pc]);
-                        bg = __uint_as_float(s.sb[2 * pc + 1]);
-                        sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
-                        bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
-                    } else {
-                        sg = gcu_bf16lo(s.sb[pc]);
-                        bg = gcu_bf16hi(s.sb[pc]);
-                        sh = gcu_bf16lo(s.sb[PPS + pc]);
-                        bh = gcu_bf16hi(s.sb[PPS + pc]);
-                    }
-                    float X = xvalid ? xp[pc] : 0.0f;
-                    acc[0] += sg * (d[0] + d[1]) + fmaf(a.qoff, sg, bg) * X;
-                    acc[1] += sh * (d[2] + d[3]) + fmaf(a.qoff, sh, bh) * X;
-                }
-            } else {
-                uint4 b = bvalid ? *(const uint4 *)bp : make_uint4(0, 0, 0, 0);
-                gcu_mma(acc, s.a0.x, s.a1.x, s.a0.y, s.a1.y, b.x, b.y);
-                gcu_mma(acc, s.a0.z, s.a1.z, s.a0.w, s.a1.w, b.z, b.w);
-            }
+            mv_unit<KIND, PPS, SBF32, false>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (base + j + RING < u1) {
                 mv_load_p(s, lp, lane, pol);
                 lp += uw;
