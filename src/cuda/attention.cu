@@ -10,6 +10,7 @@
 
 #define AT_WARPS (GCU_ATT_THREADS / 32)
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
+#define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 #define AT_GROUP_KEYS 8192 /* keys up to which a kv head's query heads spread over blocks */
 
 struct AtSmem {
@@ -77,6 +78,29 @@ __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int
             if (h < G) sm.S[h * GCU_ATT_TILE + kg * 32 + lane] = valid ? s[m] * a.scale : -INFINITY;
         }
     }
+}
+
+/* Scores of a tile with few keys (nv <= AT_FEW): one warp per (head, key) pair, the lanes
+ * splitting the head dimension, so that a lone new key costs a few shuffles rather than one
+ * thread walking G x D products. Keys past nv get -inf, as at_scores leaves them. */
+__device__ void at_scores_few(const gcu_attn_call &a, const AtSmem &sm, int kvh, int G, int tile0,
+                              int nv, int newest) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
+    for (int p = warp; p < G * nv; p += AT_WARPS) {
+        const int h = p / nv, kl = p % nv, j = tile0 + kl;
+        const size_t kro = ((size_t)(j % a.R) * a.Hkv + kvh) * D;
+        float acc = 0.0f;
+        for (int d = lane; d < D; d += 32) {
+            float kv = j == newest ? sm.kbuf[d]
+                       : a.kv32 ? ((const float *)a.kc)[kro + d]
+                                : __bfloat162float(((const __nv_bfloat16 *)a.kc)[kro + d]);
+            acc += sm.qs[h * D + d] * kv;
+        }
+        acc = gcu_warp_sum(acc);
+        if (lane == 0) sm.S[h * GCU_ATT_TILE + kl] = acc * a.scale;
+    }
+    for (int i = threadIdx.x; i < G * GCU_ATT_TILE; i += GCU_ATT_THREADS)
+        if (i % GCU_ATT_TILE >= nv) sm.S[i] = -INFINITY;
 }
 
 /* Online softmax over the tile's scores; S becomes probabilities (relative to the new max). */
@@ -161,7 +185,9 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
-        at_scores(a, sm, kvh, G, tile0, my1, newest);
+        const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
+        if (nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
+        else at_scores(a, sm, kvh, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);
         __syncthreads();
