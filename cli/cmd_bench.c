@@ -315,6 +315,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "L2 prefetch 4 units", v[nv].o = base, v[nv++].o.pf_units = 4;
         v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
         v[nv].name = "4 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 4;
+        v[nv].name = "attention: few-key tiles one warp per (head, key)", v[nv].o = base, v[nv++].o.att_few = 1;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "chained, no PDL", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.pdl = 0;
         v[nv].name = "no graph", v[nv].o = base, v[nv++].o.graph = 0;

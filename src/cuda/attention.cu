@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
-        if (nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
+        if (a.few && nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
         else at_scores(a, sm, kvh, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);

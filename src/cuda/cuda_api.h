@@ -30,7 +30,7 @@ typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
- * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN override the defaults). */
+ * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -43,6 +43,8 @@ typedef struct gcu_options {
     int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4 (GLIM_CUDA_DMV_RING, 3) */
     int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one cooperative launch
                       with grid barriers (GLIM_CUDA_CHAIN, default 0) */
+    int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
+                      (GLIM_CUDA_ATT_FEW, default 0 until measured) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

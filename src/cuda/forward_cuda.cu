@@ -40,6 +40,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     o.fast = env_int("GLIM_CUDA_FAST", 1);
     o.chain = env_int("GLIM_CUDA_CHAIN", 0);
+    o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
@@ -589,6 +590,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.xsum = s->xsum_q;
     c.pdl = pdl_on(s);
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
+    c.few = g->opt.att_few;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);

@@ -210,6 +210,7 @@ typedef struct gcu_attn_call {
     float *xsum;
     int pdl;
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
+    int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
