@@ -374,13 +374,16 @@ static void attention(void) {
         float scale = 1.0f / sqrtf((float)D);
         cpu_attention(ref, q, &view, H, Hkv, D, scale, scores);
         cpu_sigmoid_gate(ref, g, H * D);
-        glim_error err;
-        glim_status st = gcu_test_attention(q, kk, vv, g, n, H, Hkv, D, scale, cases[c].nsplit, out, &err);
-        char what[128];
-        snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d", H, Hkv, D, n,
-                 cases[c].nsplit);
-        CHECK(st == GLIM_OK, "%s: %s", what, err.message);
-        if (st == GLIM_OK) compare(what, out, ref, (size_t)H * D, 1e-4, 1e-4);
+        for (int few = 0; few < 2; few++) { /* both ways of scoring short tiles */
+            glim_error err;
+            glim_status st = gcu_test_attention(q, kk, vv, g, n, H, Hkv, D, scale, cases[c].nsplit,
+                                                few, out, &err);
+            char what[128];
+            snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d few %d", H,
+                     Hkv, D, n, cases[c].nsplit, few);
+            CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+            if (st == GLIM_OK) compare(what, out, ref, (size_t)H * D, 1e-4, 1e-4);
+        }
         free(q), free(kk), free(vv), free(g), free(ref), free(out), free(scores);
     }
 }

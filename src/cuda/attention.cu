@@ -336,7 +336,8 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
 
 extern "C" glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                           const float *gate, int n_keys, int H, int Hkv, int D,
-                                          float scale, int nsplit, float *out, glim_error *err) {
+                                          float scale, int nsplit, int few, float *out,
+                                          glim_error *err) {
     if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
     int ldq = (2 * H + 2 * Hkv) * D, G = H / Hkv, pos = n_keys - 1;
     size_t kvn = (size_t)n_keys * Hkv * D;
@@ -384,6 +385,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.pos0 = p0;
         c.T = 1;
         c.nsplit = nsplit;
+        c.few = few;
         c.part = part;
         c.counters = cnt;
         c.aout = ao;

@@ -145,10 +145,11 @@ glim_status gcu_test_qk_prep(float *q, int n_heads, float *k, int n_kv, int D, f
 
 /* Decode attention of one query against n_keys cached rows (keys and values rounded to bf16 in
  * the cache, as the backend stores them), followed by the sigmoid gate:
- * out[h][d] = attention(q)[h][d] * sigmoid(gate[h][d]). nsplit splits the keys across blocks. */
+ * out[h][d] = attention(q)[h][d] * sigmoid(gate[h][d]). nsplit splits the keys across blocks;
+ * few: tiles of <= 8 keys scored one warp per (head, key). */
 glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                const float *gate, int n_keys, int n_heads, int n_kv, int D,
-                               float scale, int nsplit, float *out, glim_error *err);
+                               float scale, int nsplit, int few, float *out, glim_error *err);
 
 /* Elementwise twins: out = a * sigmoid(g); out = silu(g) * u; z = cap*tanh(z*mult/cap). */
 glim_status gcu_test_elementwise(int op, const float *a, const float *b, int n, float mult,
