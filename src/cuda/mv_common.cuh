@@ -91,6 +91,23 @@ __device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArg
     mv_load_p(s, a.w + u * a.unit_u4, lane, pol);
 }
 
+/* Scale and bias of piece pc of a unit for this lane's rows g (sg, bg) and g+8 (sh, bh). */
+template <int KIND, int PPS, bool SBF32>
+__device__ __forceinline__ void mv_scales(const MvSlot<KIND, PPS, SBF32> &s, int pc, float *sg,
+                                          float *bg, float *sh, float *bh) {
+    if (SBF32) {
+        *sg = __uint_as_float(s.sb[2 * pc]);
+        *bg = __uint_as_float(s.sb[2 * pc + 1]);
+        *sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
+        *bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
+    } else {
+        *sg = gcu_bf16lo(s.sb[pc]);
+        *bg = gcu_bf16hi(s.sb[pc]);
+        *sh = gcu_bf16lo(s.sb[PPS + pc]);
+        *bh = gcu_bf16hi(s.sb[PPS + pc]);
+    }
+}
+
 /* One unit of one token (the decode kernels): acc[0] / acc[1] (MLX: rows g and g+8; dense: the
  * mma's four accumulators) += the unit times x. bp: the staged hi/lo columns of this lane,
  * xp: the unit's per-piece sums of x. RAW16: nibbles enter as 16+q (gcu_nib2_16) instead of
@@ -117,17 +134,7 @@ __device__ __forceinline__ void mv_unit(const MvSlot<KIND, PPS, SBF32> &s, const
                 }
             }
             float sg, bg, sh, bh;
-            if (SBF32) {
-                sg = __uint_as_float(s.sb[2 * pc]);
-                bg = __uint_as_float(s.sb[2 * pc + 1]);
-                sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
-                bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
-            } else {
-                sg = gcu_bf16lo(s.sb[pc]);
-                bg = gcu_bf16hi(s.sb[pc]);
-                sh = gcu_bf16lo(s.sb[PPS + pc]);
-                bh = gcu_bf16hi(s.sb[PPS + pc]);
-            }
+            mv_scales(s, pc, &sg, &bg, &sh, &bh);
             float X = xvalid ? xp[pc] : 0.0f;
             /* A carries q+c (c = -8 centred, or 16): w = s*q + b = s*A + (b + qoff*s) */
             acc[0] += sg * (d[0] + d[1]) + fmaf(qoff, sg, bg) * X;

@@ -108,17 +108,7 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
                             gcu_mma(d, pg[i * 4 + 2], ph[i * 4 + 2], pg[i * 4 + 3], ph[i * 4 + 3], b[i].z, b[i].w);
                         }
                         float sg, bg, sh, bh;
-                        if (SBF32) {
-                            sg = __uint_as_float(s.sb[2 * pc]);
-                            bg = __uint_as_float(s.sb[2 * pc + 1]);
-                            sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
-                            bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
-                        } else {
-                            sg = gcu_bf16lo(s.sb[pc]);
-                            bg = gcu_bf16hi(s.sb[pc]);
-                            sh = gcu_bf16lo(s.sb[PPS + pc]);
-                            bh = gcu_bf16hi(s.sb[PPS + pc]);
-                        }
+                        mv_scales(s, pc, &sg, &bg, &sh, &bh);
                         float X = tok < a.T ? xsum[((size_t)tok * a.nspan + sp) * PPS + pc] : 0.0f;
                         /* each nibble was centred on 8: w = s*q + b = s*(q - qoff) + (b + qoff*s) */
                         acc[nb][0] += sg * (d[0] + d[1]) + fmaf(a.qoff, sg, bg) * X;
