@@ -37,6 +37,12 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     GLIM_REQUIRE_CUDA=1 timeout 240 "$t" >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
 done
+# the decode switches that are off by default get the forward test too
+for v in GLIM_CUDA_CHAIN GLIM_CUDA_ATT_FEW; do
+    echo "== build/tests/test_cuda_forward with $v=1" >>"$OUT/tests.log"
+    env "$v=1" GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
+    echo "rc=$?" >>"$OUT/tests.log"
+done
 say "tests: $(grep -c '^PASS' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed, $(grep -c '^SKIP' "$OUT/tests.log") skipped ($(($(date +%s) - t0)) s)"
 grep -E '^(FAIL|SKIP)|check failed|info:' "$OUT/tests.log" | head -60 | tee -a "$S"
 fi
