@@ -30,24 +30,10 @@
 #include "safetensors.h"
 #include "synth.h"
 
-#ifdef GLIM_HAVE_CUDA
-#include "cuda/cuda_api.h"
+#include "gpu_skip.h"
 
-static int no_gpu(void) {
-    if (gcu_device_count() > 0) return 0;
-    const char *r = getenv("GLIM_REQUIRE_CUDA");
-    if (r && !strcmp(r, "1")) {
-        CHECK(0, "GLIM_REQUIRE_CUDA=1 but no CUDA device is present");
-        return 1;
-    }
-    return 2;
-}
-#define NEED_GPU()                            \
-    do {                                      \
-        int ng_ = no_gpu();                   \
-        if (ng_ == 1) return;                 \
-        if (ng_ == 2) SKIP("no CUDA device"); \
-    } while (0)
+#ifdef GLIM_HAVE_CUDA
+
 
 static float max_abs(const float *x, size_t n) {
     float m = 0;
@@ -395,16 +381,5 @@ int main(void) {
     return CHECK_DONE();
 }
 #else
-static void cuda_forward(void) {
-    const char *r = getenv("GLIM_REQUIRE_CUDA");
-    if (r && !strcmp(r, "1")) {
-        CHECK(0, "GLIM_REQUIRE_CUDA=1 but this build has no CUDA backend (nvcc missing)");
-        return;
-    }
-    SKIP("built without CUDA");
-}
-int main(void) {
-    RUN(cuda_forward);
-    return CHECK_DONE();
-}
+CUDA_TEST_WITHOUT_CUDA(cuda_forward)
 #endif

@@ -17,8 +17,9 @@
 #include "cpu/kernels.h"
 #include "quantize.h"
 
+#include "gpu_skip.h"
+
 #ifdef GLIM_HAVE_CUDA
-#include "cuda/cuda_api.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float urand(void) { /* uniform in [-1, 1), never exactly 0 */
@@ -31,23 +32,6 @@ static float *rand_vec(size_t n, float scale) {
     for (size_t i = 0; i < n; i++) v[i] = urand() * scale;
     return v;
 }
-
-/* Skips (or fails under GLIM_REQUIRE_CUDA=1) when there is no GPU. */
-static int no_gpu(void) {
-    if (gcu_device_count() > 0) return 0;
-    const char *r = getenv("GLIM_REQUIRE_CUDA");
-    if (r && !strcmp(r, "1")) {
-        CHECK(0, "GLIM_REQUIRE_CUDA=1 but no CUDA device is present");
-        return 1;
-    }
-    return 2;
-}
-#define NEED_GPU()                                      \
-    do {                                                \
-        int ng_ = no_gpu();                             \
-        if (ng_ == 1) return;                           \
-        if (ng_ == 2) SKIP("no CUDA device");           \
-    } while (0)
 
 typedef struct hmat {
     glim_matrix m;
@@ -423,16 +407,5 @@ int main(void) {
     return CHECK_DONE();
 }
 #else
-static void cuda_kernels(void) {
-    const char *r = getenv("GLIM_REQUIRE_CUDA");
-    if (r && !strcmp(r, "1")) {
-        CHECK(0, "GLIM_REQUIRE_CUDA=1 but this build has no CUDA backend (nvcc missing)");
-        return;
-    }
-    SKIP("built without CUDA");
-}
-int main(void) {
-    RUN(cuda_kernels);
-    return CHECK_DONE();
-}
+CUDA_TEST_WITHOUT_CUDA(cuda_kernels)
 #endif
