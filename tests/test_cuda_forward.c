@@ -34,7 +34,6 @@
 
 #ifdef GLIM_HAVE_CUDA
 
-
 static float max_abs(const float *x, size_t n) {
     float m = 0;
     for (size_t i = 0; i < n; i++) m = fabsf(x[i]) > m || x[i] != x[i] ? (x[i] != x[i] ? INFINITY : fabsf(x[i])) : m;
