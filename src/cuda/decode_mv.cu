@@ -443,6 +443,9 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
+    cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
+    if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
     raised = 1;
     return GLIM_OK;
 }
@@ -567,28 +570,14 @@ extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsign
 }
 
 extern "C" glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
-    static int raised;
-    size_t smem = gcu_dmv_smem(c->m, GCU_PRO_RESID, c->K);
-    if (smem > DMV_SMEM_MAX)
-        return glim_fail(err, GLIM_E_UNSUPPORTED, "residual add: width %d needs %zu bytes of shared "
-                         "memory, at most %d", c->K, smem, DMV_SMEM_MAX);
-    if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
-        if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
-        raised = 1;
-    }
-    DmvArgs d;
-    memset(&d, 0, sizeof d);
-    d.mv.cs = dmv_cs(&c->m->f); /* the same shared layout as the matvec's */
-    d.pro = GCU_PRO_RESID;
-    d.K = c->K;
-    d.src = c->src;
-    d.h_in = c->h_in;
-    d.h_out = c->h_out;
-    d.w_add = c->w_add;
-    d.eps_add = c->eps_add;
-    d.f = c->m->f;
+    if (c->pro != GCU_PRO_RESID)
+        return glim_fail(err, GLIM_E_ARG, "residual add: the call must describe a RESID prologue");
+    glim_status s = dmv_init(err);
+    DmvArgs d; /* the consumer's arguments: the same shared layout as its matvec */
+    int blocks;
+    size_t smem;
+    if (s == GLIM_OK) s = dmv_args(c, 1, &d, &blocks, &smem, err);
+    if (s != GLIM_OK) return s;
     void *args[] = {&d};
     return gcu_check(gcu_launch((const void *)k_dmv_resid, dim3(1), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "residual add launch", err);

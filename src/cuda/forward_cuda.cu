@@ -800,17 +800,10 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                  s->dout, Hd, err);
     if (st == GLIM_OK) st = reduce(s, s->dout, 1, err);
     if (st == GLIM_OK && hooked) {
+        /* the next consumer's RESID prologue, first half only (its matvec then just norms h) */
         const gcu_mat *next = l + 1 < g->L ? &g->layer[l + 1].qkvg : &g->head;
-        gcu_dmv_call c;
-        memset(&c, 0, sizeof c);
-        c.m = next;
-        c.K = Hd;
-        c.src = s->dout;
-        c.h_in = s->h2;
-        c.h_out = s->h;
-        c.w_add = y->w_post_ffn;
-        c.eps_add = g->post_eps;
-        c.pdl = pdl_on(s);
+        gcu_dmv_call c = dmv_make(s, next, GCU_PRO_RESID, Hd, s->dout, s->h2, s->h, y->w_post_ffn,
+                                  NULL, GCU_EPI_STORE, NULL, 0);
         st = gcu_dmv_resid_launch(&c, s->st, err);
         if (st == GLIM_OK) /* steering first, then capture: both inside the hooks' own order */
             st = hook_round_trip(s, s->h, 1, Hd, 1, l, s->h_step[0], 0, 0, err);

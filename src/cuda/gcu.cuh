@@ -156,7 +156,8 @@ int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n);
 glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,
                                  glim_error *err);
 /* Only the residual add of a RESID prologue (h_out = h_in + centred_norm(src)), bit for bit as
- * the matvec would do it; c->m is the consumer (its layout sizes the shared memory). */
+ * the matvec would do it; c is the consumer's RESID call (its layout sizes the shared memory;
+ * with w_out NULL the output norm's gain is not loaded). */
 glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
 
 /* ---- norms.cu ---- */
