@@ -16,6 +16,29 @@
  * kernel already streams its first weights while the previous kernel drains. */
 #include "cuda/mv_common.cuh"
 
+/* The staged input, all of it, into shared memory (cp.async: no register round trip); xs, xsum
+ * and the column stride cs then point there. */
+template <int KIND, int PPS>
+__device__ __forceinline__ void mv_stage_smem(const MvArgs &a, uint4 *mv_smem,
+                                              const __nv_bfloat16 **xs, const float **xsum, int *cs) {
+    const int per = a.kx / 8, ncol = 2 * a.T;
+    __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
+    for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
+        int col = c / per, k = c % per;
+        unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                     "l"(a.xs + (size_t)col * a.kx + k * 8));
+    }
+    float *sxs = (float *)(sx + (size_t)ncol * a.cs);
+    if (KIND == GCU_KIND_Q)
+        for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+    *xs = sx;
+    *xsum = sxs;
+    *cs = a.cs;
+}
+
 template <int NB, bool SMEM, int KIND, int PPS, bool SBF32>
 __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
     extern __shared__ uint4 mv_smem[];
@@ -43,25 +66,7 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32) k_mv(MvArgs a) {
     const __nv_bfloat16 *xs = a.xs;
     const float *xsum = a.xsum;
     int cs = a.kx;
-    if (SMEM) {
-        /* the input, all of it, into shared memory (cp.async: no register round trip) */
-        const int per = a.kx / 8, ncol = 2 * a.T;
-        __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
-        for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
-            int col = c / per, k = c % per;
-            unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-                         "l"(a.xs + (size_t)col * a.kx + k * 8));
-        }
-        float *sxs = (float *)(sx + (size_t)ncol * a.cs);
-        if (KIND == GCU_KIND_Q)
-            for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        __syncthreads();
-        xs = sx;
-        xsum = sxs;
-        cs = a.cs;
-    }
+    if (SMEM) mv_stage_smem<KIND, PPS>(a, mv_smem, &xs, &xsum, &cs);
 
     float acc[NB][4];
 #pragma unroll
@@ -184,24 +189,7 @@ __global__ void __launch_bounds__(GCU_MV_WARPS * 32, MV1_MIN_BLOCKS) k_mv1(MvArg
     const __nv_bfloat16 *xs = a.xs;
     const float *xsum = a.xsum;
     int cs = a.kx;
-    if (SMEM) {
-        const int per = a.kx / 8, ncol = 2 * a.T;
-        __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
-        for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
-            int col = c / per, k = c % per;
-            unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-                         "l"(a.xs + (size_t)col * a.kx + k * 8));
-        }
-        float *sxs = (float *)(sx + (size_t)ncol * a.cs);
-        if (KIND == GCU_KIND_Q)
-            for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        __syncthreads();
-        xs = sx;
-        xsum = sxs;
-        cs = a.cs;
-    }
+    if (SMEM) mv_stage_smem<KIND, PPS>(a, mv_smem, &xs, &xsum, &cs);
     const bool bvalid = (g >> 1) < a.T, xvalid = t < a.T;
     const __nv_bfloat16 *b0 = xs + (size_t)(bvalid ? g : 0) * cs + t * 8;
     const float *x0 = xsum + (size_t)(xvalid ? t : 0) * a.nspan * PPS;
