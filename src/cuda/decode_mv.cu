@@ -108,25 +108,22 @@ __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scrat
  * element. */
 __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch) {
     const int K = a.K, tid = threadIdx.x;
+    double ss = 0.0; /* this thread's part of the sum of squares of the row to norm */
     if (a.pro == GCU_PRO_RESID) {
-        double ss = dmv_residual(a, m, scratch);
-        float inv2 = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
-        for (int i = tid; i < K; i += DMV_THREADS) {
-            float y = m.row[i] * inv2;
-            m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
-        }
+        ss = dmv_residual(a, m, scratch);
     } else { /* NORM */
         const float *src[2] = {a.src, a.w_out};
         float *dst[2] = {m.row, m.wout};
         gcu_load_rows(K, 2, src, dst);
         __syncthreads();
-        double ss = 0.0;
         for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
-        float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
-        for (int i = tid; i < K; i += DMV_THREADS) {
-            float y = m.row[i] * inv;
-            m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
-        }
+    }
+    /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
+     * bits of the RESID prologue */
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+    for (int i = tid; i < K; i += DMV_THREADS) {
+        float y = m.row[i] * inv;
+        m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
     }
     __syncthreads();
 }
