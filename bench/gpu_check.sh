@@ -27,6 +27,8 @@ fi
 say "build ok ($(($(date +%s) - t0)) s)"
 
 STEPS=${*:-tests sanitize bench variants profile}
+# every L2-prefetch switch of the decode path at once (tests and memcheck run it too)
+PREFETCH_ALL="GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_NX_PF=8 GLIM_CUDA_ATT_PF=1"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -38,9 +40,9 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_CHAIN GLIM_CUDA_ATT_FEW; do
-    echo "== build/tests/test_cuda_forward with $v=1" >>"$OUT/tests.log"
-    env "$v=1" GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
+for v in GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "$PREFETCH_ALL"; do
+    echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
+    env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
 done
 say "tests: $(grep -c '^PASS' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed, $(grep -c '^SKIP' "$OUT/tests.log") skipped ($(($(date +%s) - t0)) s)"
@@ -62,6 +64,10 @@ for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     rc=$?
     say "compute-sanitizer $tool ($FIX): rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 done
+echo "== memcheck with $PREFETCH_ALL on $FIX" >>"$OUT/sanitizer.log"
+env $PREFETCH_ALL timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+say "compute-sanitizer memcheck ($FIX, $PREFETCH_ALL): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 echo "== memcheck: 41-token prompt (prefill kernels) + 4 decoded tokens on $FIX8" >>"$OUT/sanitizer.log"

@@ -30,11 +30,13 @@ typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
- * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW override the defaults). */
+ * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING, GLIM_CUDA_NX_PF,
+ * GLIM_CUDA_ATT_PF override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
-    int pf_units;  /* units each matvec warp prefetches into L2 before its input is ready (0) */
+    int pf_units;  /* units each matvec warp prefetches into L2 before its input is ready (0;
+                      decode_mv.cu: the units after its register ring) */
     int bps;       /* decode matrix-vector blocks per SM (default 3) */
     int kv32;      /* KV cache in fp32 instead of bf16 (GLIM_CUDA_KV32=1; tests) */
     int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
@@ -45,6 +47,11 @@ typedef struct gcu_options {
                       with grid barriers (GLIM_CUDA_CHAIN, default 0) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
                       (GLIM_CUDA_ATT_FEW, default 0 until measured) */
+    int late_ring; /* decode matvec: request the ring's weights after the prologue instead of
+                      before the PDL wait (GLIM_CUDA_LATE_RING, 0) */
+    int nx_pf;     /* decode matvec: units per warp of the next product prefetched into L2 as a
+                      warp's own loads end (GLIM_CUDA_NX_PF, 0) */
+    int att_pf;    /* decode attention prefetches the o_proj weights into L2 (GLIM_CUDA_ATT_PF, 0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -117,6 +124,7 @@ typedef struct gcu_test_dmv {
     int epi;
     float mult, cap;
     int ring;                    /* units in flight per warp: 2, 3 or 4 */
+    int late_ring;               /* ring requested after the prologue (gcu_dmv_call.late_ring) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

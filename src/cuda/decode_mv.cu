@@ -36,7 +36,13 @@ struct DmvArgs {
     const float *w_out;
     float eps_out;
     gcu_xfmt f;
-    int pf_units;
+    int pf_units; /* units past the register ring each warp prefetches into L2 before the wait */
+    int early;    /* request the ring's weights before the wait (1) or after the prologue (0) */
+    /* the next product's weights: when its last loads are out, a warp prefetches into L2 the
+     * first nx_pf units of the range warp wg of that product will stream */
+    const uint4 *nx_w;
+    long long nx_units;
+    int nx_uw, nx_W, nx_pf;
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
 };
 
@@ -228,6 +234,16 @@ __device__ __forceinline__ void dmv_grid_barrier(unsigned *bar, unsigned target)
     __syncthreads();
 }
 
+/* Once this warp's last weights are requested, HBM would idle through its tail, the merge and
+ * the next kernel's prologue: warp wg asks L2 for the first units the next product's warp wg
+ * will stream. */
+__device__ __forceinline__ void dmv_prefetch_next(const DmvArgs &d, int wg, int lane) {
+    if (lane != 0 || d.nx_pf <= 0 || wg >= d.nx_W) return;
+    const long long v0 = d.nx_units * wg / d.nx_W, v1 = d.nx_units * (wg + 1) / d.nx_W;
+    const long long n = v1 - v0 < d.nx_pf ? v1 - v0 : d.nx_pf;
+    if (n > 0) gcu_l2_prefetch(d.nx_w + (size_t)v0 * d.nx_uw, (unsigned)(n * d.nx_uw * 16));
+}
+
 /* One decode matrix-vector product by the whole grid (out of line: inlined twice into the chain,
  * ptxas kept values of one step alive across the other and spilled). bar == NULL: a kernel of its own (waits
  * for the previous kernel with griddepcontrol.wait). Otherwise step `step` of a chain: its first
@@ -249,17 +265,23 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const int uw = a.unit_u4;
     const uint4 *lp = a.w + (size_t)u0 * uw;
     if (threadIdx.x == 0) dmv_stamp(d, 0);
-    if (lane == 0 && d.pf_units > 0 && u1 > u0) {
-        int n = u1 - u0 < d.pf_units ? u1 - u0 : d.pf_units;
-        gcu_l2_prefetch(lp, (unsigned)(n * uw * 16));
+    const int early = d.early;
+    if (lane == 0 && d.pf_units > 0) {
+        /* weights are static: the copy engine (TMA) pulls them into L2 while the prologue runs,
+         * holding no registers and no load-queue slots the prologue's own loads would wait on */
+        const int skip = early ? RING : 0, p0 = u0 + skip < u1 ? u0 + skip : u1;
+        const int n = u1 - p0 < d.pf_units ? u1 - p0 : d.pf_units;
+        if (n > 0) gcu_l2_prefetch(a.w + (size_t)p0 * uw, (unsigned)(n * uw * 16));
     }
     MvSlot<KIND, PPS, SBF32> ring[RING];
+    if (early) {
 #pragma unroll
-    for (int j = 0; j < RING; j++)
-        if (u0 + j < u1) {
-            mv_load_p(ring[j], lp, lane, pol);
-            lp += uw;
-        }
+        for (int j = 0; j < RING; j++)
+            if (u0 + j < u1) {
+                mv_load_p(ring[j], lp, lane, pol);
+                lp += uw;
+            }
+    }
     if (!bar || step == 0) gcu_pdl_wait();
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
@@ -268,6 +290,14 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     dmv_stage(d, m, d.pro == GCU_PRO_RAW ? d.src : m.row);
+    if (!early) {
+#pragma unroll
+        for (int j = 0; j < RING; j++)
+            if (u0 + j < u1) {
+                mv_load_p(ring[j], lp, lane, pol);
+                lp += uw;
+            }
+    }
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     const __nv_bfloat16 *sx = m.sx;
@@ -293,6 +323,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
                 lp += uw;
             } else if (!trig) {
                 if (last) gcu_pdl_trigger();
+                dmv_prefetch_next(d, wg, lane);
                 trig = true;
             }
             bp += SPAN;
@@ -312,7 +343,10 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
             }
         }
     }
-    if (!trig && last) gcu_pdl_trigger();
+    if (!trig) {
+        if (last) gcu_pdl_trigger();
+        dmv_prefetch_next(d, wg, lane);
+    }
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();
@@ -494,6 +528,18 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->eps_out = c->eps_out;
     d->f = m->f;
     d->pf_units = c->pf_units;
+    d->early = !c->late_ring;
+    if (c->next && c->nx_pf > 0) {
+        const gcu_mat *nx = c->next;
+        const long long nu = (long long)nx->nrb * nx->f.nspan;
+        long long nb = gcu_sm_count(), nneed = (nu + DMV_WARPS - 1) / DMV_WARPS;
+        if (nb > nneed) nb = nneed;
+        d->nx_w = nx->w;
+        d->nx_units = nu;
+        d->nx_uw = nx->unit_bytes / 16;
+        d->nx_W = (int)(nb * DMV_WARPS < nu ? nb * DMV_WARPS : nu); /* as dmv_args sizes it */
+        d->nx_pf = c->nx_pf;
+    }
     d->stamps = c->stamps;
     *blocks_out = (int)blocks;
     *smem_out = smem;
@@ -641,6 +687,9 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.counters = cnt;
         c.pf_units = 2;
         c.ring = p->ring;
+        c.late_ring = p->late_ring;
+        c.next = &m; /* exercises the next-product prefetch (addresses only; L2 is not visible) */
+        c.nx_pf = 3;
         /* twice: the second run checks that the merge counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_dmv_launch(&c, 0, err);
         if (s == GLIM_OK) s = gcu_check(cudaDeviceSynchronize(), "decode matvec", err);

@@ -140,6 +140,11 @@ typedef struct gcu_dmv_call {
     int *counters;             /* [row blocks], zero */
     int pf_units, pdl;
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
+    int late_ring;             /* request the ring's first weights after the prologue, not
+                                  before the PDL wait */
+    const gcu_mat *next;       /* the product that follows (NULL: none): its first nx_pf units
+                                  per warp are prefetched into L2 as this one's loads end */
+    int nx_pf;
     long long *stamps;         /* profiling, or NULL: per block 8 readings: clock64 at start, after
                                   the PDL wait, after the norms, after staging, when warp 0's first
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
@@ -212,6 +217,8 @@ typedef struct gcu_attn_call {
     int pdl;
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
+    const void *pf;            /* static bytes (the o_proj weights) to prefetch into L2 while */
+    size_t pf_bytes;           /* the attention, which leaves HBM idle, runs; NULL: none */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
