@@ -1,0 +1,22 @@
+#!/bin/sh
+# ncu_stalls.sh: where the warps of one decode kernel wait, instruction by instruction. Profiles
+# one launch each of the decode matvec (qkvg with its RESID prologue, layer 1; o_proj, RAW) and
+# of attention in a 2-layer synthetic decode, and writes per kernel: the stall-reason totals
+# (raw page) and the SASS with per-instruction warp-stall samples (source page, CSV) to $OUT.
+# Run after a build (bench/gpu_check.sh builds). Usage: bench/ncu_stalls.sh
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$OUT"
+# k_dmv launches per token of the 2-layer model: qkvg o gate/up down (x2), head; skip 22 = the
+# third token's layer-1 qkvg (RESID prologue), 23 its o_proj; attention: 2 per token.
+for k in "qkvg k_dmv 22" "oproj k_dmv 23" "attn k_attention 6"; do
+    set -- $k
+    timeout 120 ncu --clock-control none --set full --import-source no --kernel-name regex:"$2" \
+        --launch-skip "$3" --launch-count 1 -f -o "$OUT/$1" \
+        build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >"$OUT/$1.log" 2>&1
+    ncu -i "$OUT/$1.ncu-rep" --page raw --csv >"$OUT/$1_raw.csv" 2>&1
+    ncu -i "$OUT/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1_sass.csv" 2>&1
+    ncu -i "$OUT/$1.ncu-rep" --page details --print-details all >"$OUT/$1_details.txt" 2>&1
+    rm -f "$OUT/$1.ncu-rep"
+    echo "$1: $(wc -l <"$OUT/$1_sass.csv") sass lines, $(grep -c . "$OUT/$1_details.txt") detail lines"
+done
