@@ -143,8 +143,10 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
                 gcu_l2_prefetch((const char *)a.pf + off + o, (unsigned)(n - o < ((size_t)1 << 20) ? n - o : (size_t)1 << 20));
         }
     }
-    /* no early trigger: the next kernel (a whole-SM matvec) launches as these blocks exit, so
-     * it never takes an SM that a later attention block still needs */
+    /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
+     * started (the trigger counts only then, so none of these still waits for an SM) and streams
+     * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
+    if (a.trig_early) gcu_pdl_trigger();
     gcu_pdl_wait();
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;

@@ -31,7 +31,7 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING, GLIM_CUDA_NX_PF,
- * GLIM_CUDA_ATT_PF override the defaults). */
+ * GLIM_CUDA_ATT_PF, GLIM_CUDA_ATT_TRIG override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -52,6 +52,8 @@ typedef struct gcu_options {
     int nx_pf;     /* decode matvec: units per warp of the next product prefetched into L2 as a
                       warp's own loads end (GLIM_CUDA_NX_PF, 0) */
     int att_pf;    /* decode attention prefetches the o_proj weights into L2 (GLIM_CUDA_ATT_PF, 0) */
+    int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
+                      (GLIM_CUDA_ATT_TRIG, 0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -65,8 +65,8 @@ __device__ double dmv_block_sum(double v, double *scratch) {
 }
 
 /* Shared memory of a block, in this order: hi column [cs] and lo column [cs] (bf16), the group
- * sums [np], the per-item sums [nspan*16], then the fp32 rows of the NORM/RESID prologue (row,
- * and for RESID h, w_add; w_out last). */
+ * sums [np], the per-item sums [nspan*16], then the fp32 rows of the prologue (row; for RESID
+ * h, w_add; w_out last for NORM and RESID). */
 struct DmvSmem {
     __nv_bfloat16 *sx;
     float *xsum, *isum, *row, *hrow, *wadd, *wout;
@@ -85,15 +85,24 @@ __device__ __forceinline__ DmvSmem dmv_smem_at(const DmvArgs &d, void *base) {
     return m;
 }
 
-/* RESID, first half: row = h_in + centred_norm(src; w_add) (block 0 writes it to h_out).
- * Returns this thread's part of the sum of squares of the new row. k_dmv_resid runs exactly this
- * code, so that a NORM prologue over its output gives the bits a RESID prologue would. */
+/* The prologue's rows come into shared memory as asynchronous copies, one round trip for all:
+ * the gains are weights (static), so they are requested before the PDL wait; the activations
+ * (src, and h_in for RESID) after it. gcu_rows_wait completes both. */
+__device__ __forceinline__ void dmv_request_gains(const DmvArgs &a, const DmvSmem &m) {
+    if (a.pro == GCU_PRO_RESID) gcu_row_async(a.K, a.w_add, m.wadd);
+    if (a.pro != GCU_PRO_RAW && a.w_out) gcu_row_async(a.K, a.w_out, m.wout);
+}
+__device__ __forceinline__ void dmv_request_inputs(const DmvArgs &a, const DmvSmem &m) {
+    gcu_row_async(a.K, a.src, m.row);
+    if (a.pro == GCU_PRO_RESID) gcu_row_async(a.K, a.h_in, m.hrow);
+}
+
+/* RESID, first half (rows already in shared memory): row = h_in + centred_norm(src; w_add)
+ * (block 0 writes it to h_out). Returns this thread's part of the sum of squares of the new
+ * row. k_dmv_resid runs exactly this code, so that a NORM prologue over its output gives the
+ * bits a RESID prologue would. */
 __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scratch) {
     const int K = a.K, tid = threadIdx.x;
-    const float *src[4] = {a.src, a.h_in, a.w_add, a.w_out};
-    float *dst[4] = {m.row, m.hrow, m.wadd, m.wout};
-    gcu_load_rows(K, a.w_out ? 4 : 3, src, dst);
-    __syncthreads();
     double ss = 0.0;
     for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
     float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
@@ -109,19 +118,14 @@ __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scrat
     return ss;
 }
 
-/* NORM/RESID: row = the consumer's input in fp32 (and h_out written by block 0). Every operand
- * comes into shared memory in one batched pass first: one memory round trip, not one per
- * element. */
+/* NORM/RESID (rows already in shared memory): row = the consumer's input in fp32 (and h_out
+ * written by block 0). */
 __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch) {
     const int K = a.K, tid = threadIdx.x;
     double ss = 0.0; /* this thread's part of the sum of squares of the row to norm */
     if (a.pro == GCU_PRO_RESID) {
         ss = dmv_residual(a, m, scratch);
     } else { /* NORM */
-        const float *src[2] = {a.src, a.w_out};
-        float *dst[2] = {m.row, m.wout};
-        gcu_load_rows(K, 2, src, dst);
-        __syncthreads();
         for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
     }
     /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
@@ -160,7 +164,7 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
     return f.bits == 8 ? e0 >> 1 : e0;
 }
 
-/* Stages the row (src: global for RAW, the prologue's shared row otherwise) into shared memory:
+/* Stages the row (src: the prologue's fp32 row in shared memory) into the kernel's format:
  * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
  * which is what the 16+q offset has to be taken back against. Items go in batches of DMV_BATCH per
  * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
@@ -265,6 +269,8 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const int uw = a.unit_u4;
     const uint4 *lp = a.w + (size_t)u0 * uw;
     if (threadIdx.x == 0) dmv_stamp(d, 0);
+    const DmvSmem m = dmv_smem_at(d, dmv_smem);
+    dmv_request_gains(d, m);
     const int early = d.early;
     if (lane == 0 && d.pf_units > 0) {
         /* weights are static: the copy engine (TMA) pulls them into L2 while the prologue runs,
@@ -286,10 +292,11 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
 
-    const DmvSmem m = dmv_smem_at(d, dmv_smem);
+    dmv_request_inputs(d, m);
+    gcu_rows_wait();
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
-    dmv_stage(d, m, d.pro == GCU_PRO_RAW ? d.src : m.row);
+    dmv_stage(d, m, m.row);
     if (!early) {
 #pragma unroll
         for (int j = 0; j < RING; j++)
@@ -402,9 +409,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
+    const DmvSmem m = dmv_smem_at(d, dmv_smem);
+    dmv_request_gains(d, m);
     gcu_pdl_wait();
     gcu_pdl_trigger();
-    dmv_residual(d, dmv_smem_at(d, dmv_smem), scratch);
+    dmv_request_inputs(d, m);
+    gcu_rows_wait();
+    dmv_residual(d, m, scratch);
 }
 
 /* ---- host side --------------------------------------------------------------------------- */
@@ -451,7 +462,7 @@ extern "C" size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K) {
     size_t np = (size_t)f->nspan * (f->kind == GCU_KIND_Q ? f->pps : 1), K4 = (size_t)(K + 3) & ~(size_t)3;
     return (size_t)2 * dmv_cs(f) * 2 + ((np + 3) & ~(size_t)3) * 4 +
            (f->kind == GCU_KIND_Q ? (size_t)f->nspan * 16 * 4 : 0) +
-           (pro == GCU_PRO_RESID ? 4 * K4 * 4 : pro == GCU_PRO_NORM ? 2 * K4 * 4 : 0);
+           (pro == GCU_PRO_RESID ? 4 * K4 * 4 : pro == GCU_PRO_NORM ? 2 * K4 * 4 : K4 * 4);
 }
 
 extern "C" int gcu_dmv_fits(const gcu_mat *m, int pro, int K) {

@@ -45,6 +45,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
     o.nx_pf = env_int("GLIM_CUDA_NX_PF", 0);
     o.att_pf = env_int("GLIM_CUDA_ATT_PF", 0);
+    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
 }
@@ -594,6 +595,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pdl = pdl_on(s);
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
     c.few = g->opt.att_few;
+    c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
     if (T == 1 && s->fast_now && g->opt.att_pf) { /* HBM idles through attention: fetch o_proj */
         c.pf = y->o.w;
         c.pf_bytes = y->o.bytes;

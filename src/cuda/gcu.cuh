@@ -219,6 +219,7 @@ typedef struct gcu_attn_call {
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
     const void *pf;            /* static bytes (the o_proj weights) to prefetch into L2 while */
     size_t pf_bytes;           /* the attention, which leaves HBM idle, runs; NULL: none */
+    int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
@@ -321,6 +322,26 @@ __device__ __forceinline__ float gcu_sigmoid(float g) { return 1.0f / (1.0f + ex
 
 /* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
  * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
+/* Row src[0..K) into shared dst[0..K) by the block's threads as asynchronous copies (LDGSTS):
+ * every copy of every row in flight at once and no registers held, where loads through
+ * registers are cut into rounds by the register budget. Complete with gcu_rows_wait. */
+__device__ __forceinline__ void gcu_row_async(int K, const float *src, float *dst) {
+    if ((K & 3) == 0 && (((uintptr_t)src | (uintptr_t)dst) & 15) == 0) {
+        for (int i = threadIdx.x; i < (K >> 2); i += blockDim.x)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst + 4 * i)),
+                         "l"(src + 4 * i) : "memory");
+        return;
+    }
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst + i)),
+                     "l"(src + i) : "memory");
+}
+/* Waits for this thread's asynchronous copies, then for the block's. */
+__device__ __forceinline__ void gcu_rows_wait() {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+}
+
 __device__ __forceinline__ void gcu_load_rows(int K, int n, const float *const *src, float *const *dst) {
     bool vec = (K & 3) == 0;
     for (int a = 0; a < n; a++) vec = vec && (((uintptr_t)src[a] & 15) == 0);
