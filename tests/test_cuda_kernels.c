@@ -189,9 +189,9 @@ static void matvec_swiglu_softcap(void) {
 
 /* The decode kernel with its input made in the kernel (decode_mv.cu), against the CPU: the
  * same norms as residual_norms, then the matrix product. pro 0: x = src; 1: x = norm(src);
- * 2: h' = h + centred_norm(src), x = norm(h'). Rings of 2 and 4 units in flight; the ring of
- * 4 is requested after the prologue (late_ring) instead of before the wait, and both prefetch
- * into L2 (past the ring, and the "next" product's units), which must not change a bit.
+ * 2: h' = h + centred_norm(src), x = norm(h'). Rings of 2, 3 and 4 units in flight, requested
+ * before the wait (ring 2), once the rows are in (3) and after staging (4); all prefetch into
+ * L2 (past the ring, and the "next" product's units), which must not change a bit.
  * Tolerance as check_matvec: the 4-bit values enter as 128+q and the offset is taken back
  * through sums of the staged x, which must not cost more than the hi/lo split itself. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
@@ -221,13 +221,13 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
         cpu_swiglu(ref, ref, ru, (int)rows);
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
-    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring == 4};
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, ring == 4 ? " (after the prologue)" : "");
+             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
@@ -240,7 +240,7 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
 
 static void decode_matvec(void) {
     NEED_GPU();
-    for (int ring = 2; ring <= 4; ring += 2) {
+    for (int ring = 2; ring <= 4; ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
         check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring);
         check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring);

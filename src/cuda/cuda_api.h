@@ -47,13 +47,14 @@ typedef struct gcu_options {
                       with grid barriers (GLIM_CUDA_CHAIN, default 0) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
                       (GLIM_CUDA_ATT_FEW, default 0 until measured) */
-    int late_ring; /* decode matvec: request the ring's weights after the prologue instead of
-                      before the PDL wait (GLIM_CUDA_LATE_RING, 0) */
+    int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
+                      once the prologue's rows are in (1) or after staging (2)
+                      (GLIM_CUDA_LATE_RING, 0) */
     int nx_pf;     /* decode matvec: units per warp of the next product prefetched into L2 as a
                       warp's own loads end (GLIM_CUDA_NX_PF, 0) */
     int att_pf;    /* decode attention prefetches the o_proj weights into L2 (GLIM_CUDA_ATT_PF, 0) */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
-                      (GLIM_CUDA_ATT_TRIG, 0) */
+                      (GLIM_CUDA_ATT_TRIG, 1) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -126,7 +127,7 @@ typedef struct gcu_test_dmv {
     int epi;
     float mult, cap;
     int ring;                    /* units in flight per warp: 2, 3 or 4 */
-    int late_ring;               /* ring requested after the prologue (gcu_dmv_call.late_ring) */
+    int late_ring;               /* when the ring is requested (gcu_dmv_call.late_ring) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

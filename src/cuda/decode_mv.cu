@@ -37,7 +37,8 @@ struct DmvArgs {
     float eps_out;
     gcu_xfmt f;
     int pf_units; /* units past the register ring each warp prefetches into L2 before the wait */
-    int early;    /* request the ring's weights before the wait (1) or after the prologue (0) */
+    int ring_at;  /* when the ring's first weights are requested: 0 before the PDL wait, 1 once
+                   * the prologue's rows are in, 2 after staging */
     /* the next product's weights: when its last loads are out, a warp prefetches into L2 the
      * first nx_pf units of the range warp wg of that product will stream */
     const uint4 *nx_w;
@@ -238,6 +239,18 @@ __device__ __forceinline__ void dmv_grid_barrier(unsigned *bar, unsigned target)
     __syncthreads();
 }
 
+/* Requests the first RING units of this warp's range [u0, u1) into the ring; lp advances. */
+template <int KIND, int PPS, bool SBF32, int RING>
+__device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, const uint4 *&lp, int u0,
+                                              int u1, int uw, int lane, uint64_t pol) {
+#pragma unroll
+    for (int j = 0; j < RING; j++)
+        if (u0 + j < u1) {
+            mv_load_p(ring[j], lp, lane, pol);
+            lp += uw;
+        }
+}
+
 /* Once this warp's last weights are requested, HBM would idle through its tail, the merge and
  * the next kernel's prologue: warp wg asks L2 for the first units the next product's warp wg
  * will stream. */
@@ -271,40 +284,27 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     if (threadIdx.x == 0) dmv_stamp(d, 0);
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
-    const int early = d.early;
+    const int ring_at = d.ring_at;
     if (lane == 0 && d.pf_units > 0) {
         /* weights are static: the copy engine (TMA) pulls them into L2 while the prologue runs,
          * holding no registers and no load-queue slots the prologue's own loads would wait on */
-        const int skip = early ? RING : 0, p0 = u0 + skip < u1 ? u0 + skip : u1;
+        const int skip = ring_at == 0 ? RING : 0, p0 = u0 + skip < u1 ? u0 + skip : u1;
         const int n = u1 - p0 < d.pf_units ? u1 - p0 : d.pf_units;
         if (n > 0) gcu_l2_prefetch(a.w + (size_t)p0 * uw, (unsigned)(n * uw * 16));
     }
     MvSlot<KIND, PPS, SBF32> ring[RING];
-    if (early) {
-#pragma unroll
-        for (int j = 0; j < RING; j++)
-            if (u0 + j < u1) {
-                mv_load_p(ring[j], lp, lane, pol);
-                lp += uw;
-            }
-    }
+    if (ring_at == 0) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (!bar || step == 0) gcu_pdl_wait();
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
 
     dmv_request_inputs(d, m);
     gcu_rows_wait();
+    if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     dmv_stage(d, m, m.row);
-    if (!early) {
-#pragma unroll
-        for (int j = 0; j < RING; j++)
-            if (u0 + j < u1) {
-                mv_load_p(ring[j], lp, lane, pol);
-                lp += uw;
-            }
-    }
+    if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     const __nv_bfloat16 *sx = m.sx;
@@ -539,7 +539,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->eps_out = c->eps_out;
     d->f = m->f;
     d->pf_units = c->pf_units;
-    d->early = !c->late_ring;
+    d->ring_at = c->late_ring < 0 || c->late_ring > 2 ? 0 : c->late_ring;
     if (c->next && c->nx_pf > 0) {
         const gcu_mat *nx = c->next;
         const long long nu = (long long)nx->nrb * nx->f.nspan;

@@ -45,7 +45,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
     o.nx_pf = env_int("GLIM_CUDA_NX_PF", 0);
     o.att_pf = env_int("GLIM_CUDA_ATT_PF", 0);
-    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 0);
+    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
 }

@@ -140,8 +140,8 @@ typedef struct gcu_dmv_call {
     int *counters;             /* [row blocks], zero */
     int pf_units, pdl;
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
-    int late_ring;             /* request the ring's first weights after the prologue, not
-                                  before the PDL wait */
+    int late_ring;             /* when the ring's first weights are requested: 0 before the
+                                  PDL wait, 1 once the prologue's rows are in, 2 after staging */
     const gcu_mat *next;       /* the product that follows (NULL: none): its first nx_pf units
                                   per warp are prefetched into L2 as this one's loads end */
     int nx_pf;
