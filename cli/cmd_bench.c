@@ -308,19 +308,22 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[16];
+        struct { const char *name; gcu_options o; } v[20];
         int nv = 0;
         v[nv].name = "default (decode_mv.cu path, graph, PDL, no L2 prefetch, 3 units in flight per warp, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
         v[nv].name = "attention: few-key tiles one warp per (head, key)", v[nv].o = base, v[nv++].o.att_few = 1;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
-        v[nv].name = "L2 prefetch of 8 units past the ring", v[nv].o = base, v[nv++].o.pf_units = 8;
-        v[nv].name = "ring requested after staging, L2 prefetch 8", v[nv].o = base, v[nv].o.late_ring = 2, v[nv++].o.pf_units = 8;
         v[nv].name = "ring requested once the prologue's rows are in", v[nv].o = base, v[nv++].o.late_ring = 1;
         v[nv].name = "ring requested after staging", v[nv].o = base, v[nv++].o.late_ring = 2;
+        v[nv].name = "ring after staging, L2 prefetch 8 after the rows' requests", v[nv].o = base, v[nv].o.late_ring = 2, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 8;
+        v[nv].name = "ring after staging, L2 prefetch 16 after the rows' requests", v[nv].o = base, v[nv].o.late_ring = 2, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 16;
+        v[nv].name = "ring before the wait, L2 prefetch 8 after the rows' requests", v[nv].o = base, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 8;
+        v[nv].name = "4 units per warp by bulk copy into shared memory", v[nv].o = base, v[nv++].o.bulk_units = 4;
+        v[nv].name = "8 units per warp by bulk copy (as shared memory allows)", v[nv].o = base, v[nv++].o.bulk_units = 8;
+        v[nv].name = "8 units by bulk copy, ring after staging", v[nv].o = base, v[nv].o.bulk_units = 8, v[nv++].o.late_ring = 2;
         v[nv].name = "next product's first 8 units per warp into L2 at each warp's end", v[nv].o = base, v[nv++].o.nx_pf = 8;
-        v[nv].name = "attention prefetches o_proj into L2", v[nv].o = base, v[nv++].o.att_pf = 1;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

@@ -43,6 +43,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
+    o.pf_at = env_int("GLIM_CUDA_PF_AT", 0);
+    o.bulk_units = env_int("GLIM_CUDA_BULK", 0);
     o.nx_pf = env_int("GLIM_CUDA_NX_PF", 0);
     o.att_pf = env_int("GLIM_CUDA_ATT_PF", 0);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
@@ -751,6 +753,8 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.pdl = pdl_on(s);
     c.ring = g->opt.dmv_ring;
     c.late_ring = g->opt.late_ring;
+    c.pf_at = g->opt.pf_at;
+    c.bulk_units = g->opt.bulk_units;
     c.next = next_product(g, M);
     c.nx_pf = g->opt.nx_pf;
     c.stamps = s->prof_stamps;

@@ -142,6 +142,10 @@ typedef struct gcu_dmv_call {
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
     int late_ring;             /* when the ring's first weights are requested: 0 before the
                                   PDL wait, 1 once the prologue's rows are in, 2 after staging */
+    int bulk_units;            /* per warp, units brought into shared memory by one bulk copy
+                                  before the PDL wait (capped by shared memory; 0: none) */
+    int pf_at;                 /* pf_units requested before the PDL wait (0) or right after the
+                                  prologue's rows (1) */
     const gcu_mat *next;       /* the product that follows (NULL: none): its first nx_pf units
                                   per warp are prefetched into L2 as this one's loads end */
     int nx_pf;
