@@ -317,13 +317,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "ring requested once the prologue's rows are in", v[nv].o = base, v[nv++].o.late_ring = 1;
         v[nv].name = "ring requested after staging", v[nv].o = base, v[nv++].o.late_ring = 2;
-        v[nv].name = "ring after staging, L2 prefetch 8 after the rows' requests", v[nv].o = base, v[nv].o.late_ring = 2, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 8;
-        v[nv].name = "ring after staging, L2 prefetch 16 after the rows' requests", v[nv].o = base, v[nv].o.late_ring = 2, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 16;
-        v[nv].name = "ring before the wait, L2 prefetch 8 after the rows' requests", v[nv].o = base, v[nv].o.pf_at = 1, v[nv++].o.pf_units = 8;
-        v[nv].name = "4 units per warp by bulk copy into shared memory", v[nv].o = base, v[nv++].o.bulk_units = 4;
-        v[nv].name = "8 units per warp by bulk copy (as shared memory allows)", v[nv].o = base, v[nv++].o.bulk_units = 8;
-        v[nv].name = "8 units by bulk copy, ring after staging", v[nv].o = base, v[nv].o.bulk_units = 8, v[nv++].o.late_ring = 2;
-        v[nv].name = "next product's first 8 units per warp into L2 at each warp's end", v[nv].o = base, v[nv++].o.nx_pf = 8;
+        v[nv].name = "L2 prefetch of 8 units past the ring (before the wait)", v[nv].o = base, v[nv++].o.pf_units = 8;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

@@ -190,9 +190,8 @@ static void matvec_swiglu_softcap(void) {
 /* The decode kernel with its input made in the kernel (decode_mv.cu), against the CPU: the
  * same norms as residual_norms, then the matrix product. pro 0: x = src; 1: x = norm(src);
  * 2: h' = h + centred_norm(src), x = norm(h'). Rings of 2, 3 and 4 units in flight, requested
- * before the wait (ring 2), once the rows are in (3, after 2 units per warp by bulk copy) and
- * after staging (4, after 5 by bulk copy); all prefetch into L2 (past the ring, and the "next"
- * product's units), none of which may change a bit.
+ * before the wait (ring 2), once the rows are in (3) and after staging (4); all prefetch 2 units
+ * past the ring into L2, which must not change a bit.
  * Tolerance as check_matvec: the 4-bit values enter as 128+q and the offset is taken back
  * through sums of the staged x, which must not cost more than the hi/lo split itself. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
@@ -228,7 +227,7 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (after the rows; 2 bulk units)" : " (after staging; 5 bulk units)");
+             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);

@@ -133,16 +133,6 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     const int kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int D = a.D, Gfull = a.H / a.Hkv, D4 = D / 4;
-    if (a.pf && tid == 0) { /* the next product's weights into L2, one slice per block */
-        const unsigned nb = gridDim.x * gridDim.y * gridDim.z;
-        const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-        const size_t slice = (a.pf_bytes / nb + 15) & ~(size_t)15, off = slice * b;
-        if (off < a.pf_bytes) {
-            size_t n = a.pf_bytes - off < slice ? a.pf_bytes - off : slice;
-            for (size_t o = 0; o < n; o += (size_t)1 << 20) /* one request moves at most 1 MB here */
-                gcu_l2_prefetch((const char *)a.pf + off + o, (unsigned)(n - o < ((size_t)1 << 20) ? n - o : (size_t)1 << 20));
-        }
-    }
     /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
      * started (the trigger counts only then, so none of these still waits for an SM) and streams
      * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */

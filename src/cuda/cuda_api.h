@@ -30,8 +30,8 @@ typedef struct gcu_session gcu_session;
 
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
- * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING, GLIM_CUDA_NX_PF,
- * GLIM_CUDA_ATT_PF, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_PF_AT, GLIM_CUDA_BULK override the defaults). */
+ * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
+ * GLIM_CUDA_ATT_TRIG override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -50,13 +50,6 @@ typedef struct gcu_options {
     int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
                       once the prologue's rows are in (1) or after staging (2)
                       (GLIM_CUDA_LATE_RING, 0) */
-    int bulk_units; /* decode matvec: units per warp brought into shared memory by one bulk copy
-                       (TMA) before the PDL wait, as far as shared memory allows (GLIM_CUDA_BULK, 0) */
-    int pf_at;     /* decode matvec: the GLIM_CUDA_PF prefetch before the PDL wait (0) or right
-                      after the prologue's rows are requested (1) (GLIM_CUDA_PF_AT, 0) */
-    int nx_pf;     /* decode matvec: units per warp of the next product prefetched into L2 as a
-                      warp's own loads end (GLIM_CUDA_NX_PF, 0) */
-    int att_pf;    /* decode attention prefetches the o_proj weights into L2 (GLIM_CUDA_ATT_PF, 0) */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
 } gcu_options;

@@ -20,7 +20,7 @@
 
 #define DMV_WARPS 16
 #define DMV_THREADS (DMV_WARPS * 32)
-#define DMV_SMEM_MAX (220 * 1024) /* of the 227 KB a block may have, some left for static */
+#define DMV_SMEM_MAX (200 * 1024)
 #define DMV_NSTAMP 8
 #define DMV_CHAIN 4 /* products one chained launch may carry */
 #define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
@@ -37,18 +37,8 @@ struct DmvArgs {
     float eps_out;
     gcu_xfmt f;
     int pf_units; /* units past the register ring each warp prefetches into L2 before the wait */
-    /* the first nbuf units of each warp's range come by one bulk copy (TMA) into shared memory,
-     * requested before the PDL wait: bytes in flight through the prologue that hold no registers
-     * and no load-queue slots. Per warp an mbarrier at mbar_off and nbuf units at buf_off. */
-    int nbuf, mbar_off, buf_off;
-    int pf_at;    /* the pf_units prefetch: before the PDL wait (0) or after the rows' requests (1) */
     int ring_at;  /* when the ring's first weights are requested: 0 before the PDL wait, 1 once
                    * the prologue's rows are in, 2 after staging */
-    /* the next product's weights: when its last loads are out, a warp prefetches into L2 the
-     * first nx_pf units of the range warp wg of that product will stream */
-    const uint4 *nx_w;
-    long long nx_units;
-    int nx_uw, nx_W, nx_pf;
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
 };
 
@@ -256,44 +246,6 @@ __device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, co
         }
 }
 
-/* Lane 0: units src[0, n) (unit_bytes each) into shared dst by one bulk copy that completes
- * on the mbarrier mbar (initialised here, phase 0). */
-__device__ __forceinline__ void dmv_bulk_units(uint64_t *mbar, const uint4 *dst, const uint4 *src, int n,
-                                               int unit_bytes) {
-    const unsigned mb = (unsigned)__cvta_generic_to_shared(mbar), bytes = (unsigned)(n * unit_bytes);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes), "r"(mb) : "memory");
-}
-/* Every lane: waits until the bulk copy on mbar (phase 0) has landed. */
-__device__ __forceinline__ void dmv_bulk_wait(uint64_t *mbar) {
-    const unsigned mb = (unsigned)__cvta_generic_to_shared(mbar);
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(mb) : "memory");
-}
-
-/* Lane 0 asks L2 for units [p0, p0 + pf_units) of this warp's range (ending at u1). */
-__device__ __forceinline__ void dmv_l2_ahead(const DmvArgs &d, const uint4 *w, int p0, int u1, int uw,
-                                             int lane) {
-    if (lane != 0 || d.pf_units <= 0) return;
-    const int n = u1 - p0 < d.pf_units ? u1 - p0 : d.pf_units;
-    if (n > 0) gcu_l2_prefetch(w + (size_t)p0 * uw, (unsigned)(n * uw * 16));
-}
-
-/* Once this warp's last weights are requested, HBM would idle through its tail, the merge and
- * the next kernel's prologue: warp wg asks L2 for the first units the next product's warp wg
- * will stream. */
-__device__ __forceinline__ void dmv_prefetch_next(const DmvArgs &d, int wg, int lane) {
-    if (lane != 0 || d.nx_pf <= 0 || wg >= d.nx_W) return;
-    const long long v0 = d.nx_units * wg / d.nx_W, v1 = d.nx_units * (wg + 1) / d.nx_W;
-    const long long n = v1 - v0 < d.nx_pf ? v1 - v0 : d.nx_pf;
-    if (n > 0) gcu_l2_prefetch(d.nx_w + (size_t)v0 * d.nx_uw, (unsigned)(n * d.nx_uw * 16));
-}
-
 /* One decode matrix-vector product by the whole grid (out of line: inlined twice into the chain,
  * ptxas kept values of one step alive across the other and spilled). bar == NULL: a kernel of its own (waits
  * for the previous kernel with griddepcontrol.wait). Otherwise step `step` of a chain: its first
@@ -318,31 +270,25 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
     const int ring_at = d.ring_at;
-    /* this warp's first nb units: one bulk copy into shared memory, before the wait */
-    const int warp = threadIdx.x >> 5, nb = d.nbuf > 0 ? min(d.nbuf, u1 - u0) : 0;
-    uint64_t *mbar = (uint64_t *)((char *)dmv_smem + d.mbar_off) + warp;
-    const uint4 *sbuf = (const uint4 *)((char *)dmv_smem + d.buf_off) + (size_t)warp * d.nbuf * uw;
-    if (nb > 0 && lane == 0) dmv_bulk_units(mbar, sbuf, lp, nb, uw * 16);
-    lp += (size_t)nb * uw;
-    /* weights are static: the copy engine (TMA) can pull a warp's next units into L2 while the
-     * prologue runs, holding no registers and no load-queue slots; before the wait, or (pf_at)
-     * just after the prologue's own rows are requested, so that those are served first */
-    const int pf_skip = nb + (ring_at == 0 ? RING : 0);
-    if (!d.pf_at) dmv_l2_ahead(d, a.w, u0 + pf_skip, u1, uw, lane);
+    /* weights are static: the copy engine (TMA) can pull a warp's units past its ring into L2
+     * while the prologue runs (measured slower: the prologue's own loads queue behind them) */
+    if (lane == 0 && d.pf_units > 0) {
+        const int p0 = min(u0 + (ring_at == 0 ? RING : 0), u1), n = min(u1 - p0, d.pf_units);
+        if (n > 0) gcu_l2_prefetch(a.w + (size_t)p0 * uw, (unsigned)(n * uw * 16));
+    }
     MvSlot<KIND, PPS, SBF32> ring[RING];
-    if (ring_at == 0) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0 + nb, u1, uw, lane, pol);
+    if (ring_at == 0) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (!bar || step == 0) gcu_pdl_wait();
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
 
     dmv_request_inputs(d, m);
-    if (d.pf_at) dmv_l2_ahead(d, a.w, u0 + pf_skip, u1, uw, lane);
     gcu_rows_wait();
-    if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0 + nb, u1, uw, lane, pol);
+    if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     dmv_stage(d, m, m.row);
-    if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0 + nb, u1, uw, lane, pol);
+    if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     const __nv_bfloat16 *sx = m.sx;
@@ -357,34 +303,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const float *xp = sxsum + sp * PPS;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true, trig = false;
-    /* after unit u: next span; at the end of a row block (or of the range) its merge */
-    auto next_unit = [&](int u) {
-        bp += SPAN;
-        xp += PPS;
-        if (threadIdx.x == 0 && u == u0) dmv_stamp(d, 4); /* the first unit is in */
-        if (++sp == a.nspan || u + 1 == u1) {
-            float vg[1], vh[1];
-            vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
-            vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
-            acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-            mv_finish<1>(a, rb, first, wg, lane, vg, vh);
-            first = false;
-            rb++;
-            sp = 0;
-            bp = b0;
-            xp = sxsum;
-        }
-    };
-    if (nb > 0) { /* the units the bulk copy brought, while the ring's loads are in flight */
-        dmv_bulk_wait(mbar);
-        for (int k = 0; k < nb; k++) {
-            MvSlot<KIND, PPS, SBF32> s;
-            mv_load_p<KIND, PPS, SBF32, true>(s, sbuf + (size_t)k * uw, lane, pol);
-            mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
-            next_unit(u0 + k);
-        }
-    }
-    for (int base = u0 + nb; base < u1; base += RING) {
+    for (int base = u0; base < u1; base += RING) {
 #pragma unroll
         for (int j = 0; j < RING; j++) {
             if (base + j >= u1) break;
@@ -395,16 +314,26 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
                 lp += uw;
             } else if (!trig) {
                 if (last) gcu_pdl_trigger();
-                dmv_prefetch_next(d, wg, lane);
                 trig = true;
             }
-            next_unit(base + j);
+            bp += SPAN;
+            xp += PPS;
+            if (threadIdx.x == 0 && base + j == u0) dmv_stamp(d, 4); /* the first unit is in */
+            if (++sp == a.nspan || base + j + 1 == u1) {
+                float vg[1], vh[1];
+                vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
+                vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
+                acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+                mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+                first = false;
+                rb++;
+                sp = 0;
+                bp = b0;
+                xp = sxsum;
+            }
         }
     }
-    if (!trig) {
-        if (last) gcu_pdl_trigger();
-        dmv_prefetch_next(d, wg, lane);
-    }
+    if (!trig && last) gcu_pdl_trigger();
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();
@@ -590,31 +519,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->eps_out = c->eps_out;
     d->f = m->f;
     d->pf_units = c->pf_units;
-    d->pf_at = c->pf_at;
-    if (c->bulk_units > 0 && force_blocks == 0) { /* not in a chain (one copy per launch) */
-        const int mbar_off = (int)((smem + 15) & ~(size_t)15), buf_off = mbar_off + DMV_WARPS * 8;
-        const int per = DMV_WARPS * m->unit_bytes;
-        int nbuf = (DMV_SMEM_MAX - buf_off) / per;
-        if (nbuf > c->bulk_units) nbuf = c->bulk_units;
-        if (nbuf > 0) {
-            d->nbuf = nbuf;
-            d->mbar_off = mbar_off;
-            d->buf_off = buf_off;
-            smem = (size_t)buf_off + (size_t)nbuf * per;
-        }
-    }
     d->ring_at = c->late_ring < 0 || c->late_ring > 2 ? 0 : c->late_ring;
-    if (c->next && c->nx_pf > 0) {
-        const gcu_mat *nx = c->next;
-        const long long nu = (long long)nx->nrb * nx->f.nspan;
-        long long nb = gcu_sm_count(), nneed = (nu + DMV_WARPS - 1) / DMV_WARPS;
-        if (nb > nneed) nb = nneed;
-        d->nx_w = nx->w;
-        d->nx_units = nu;
-        d->nx_uw = nx->unit_bytes / 16;
-        d->nx_W = (int)(nb * DMV_WARPS < nu ? nb * DMV_WARPS : nu); /* as dmv_args sizes it */
-        d->nx_pf = c->nx_pf;
-    }
     d->stamps = c->stamps;
     *blocks_out = (int)blocks;
     *smem_out = smem;
@@ -763,10 +668,6 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.pf_units = 2;
         c.ring = p->ring;
         c.late_ring = p->late_ring;
-        c.pf_at = p->late_ring == 1;
-        c.bulk_units = p->late_ring == 1 ? 2 : p->late_ring == 2 ? 5 : 0;
-        c.next = &m; /* exercises the next-product prefetch (addresses only; L2 is not visible) */
-        c.nx_pf = 3;
         /* twice: the second run checks that the merge counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_dmv_launch(&c, 0, err);
         if (s == GLIM_OK) s = gcu_check(cudaDeviceSynchronize(), "decode matvec", err);

@@ -43,10 +43,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
-    o.pf_at = env_int("GLIM_CUDA_PF_AT", 0);
-    o.bulk_units = env_int("GLIM_CUDA_BULK", 0);
-    o.nx_pf = env_int("GLIM_CUDA_NX_PF", 0);
-    o.att_pf = env_int("GLIM_CUDA_ATT_PF", 0);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
@@ -598,10 +594,6 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
     c.few = g->opt.att_few;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
-    if (T == 1 && s->fast_now && g->opt.att_pf) { /* HBM idles through attention: fetch o_proj */
-        c.pf = y->o.w;
-        c.pf_bytes = y->o.bytes;
-    }
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);
@@ -709,19 +701,6 @@ static int chain_fits(const gcu_model *g) {
     return 1;
 }
 
-/* The decode product that streams after M: qkvg -> o -> gate/up -> down -> the next layer's
- * qkvg, the last down -> the head; NULL after the head (or for a matrix not in the model). */
-static const gcu_mat *next_product(const gcu_model *g, const gcu_mat *M) {
-    for (int l = 0; l < g->L; l++) {
-        const gcu_layer *y = &g->layer[l];
-        if (M == &y->qkvg) return &y->o;
-        if (M == &y->o) return &y->gu;
-        if (M == &y->gu) return &y->down;
-        if (M == &y->down) return l + 1 < g->L ? &g->layer[l + 1].qkvg : &g->head;
-    }
-    return NULL;
-}
-
 /* One decode matvec. pro RAW: x = src (width K). NORM: x = norm_out(src). RESID:
  * h_out = h_in + centred_post_norm(src; w_add), x = norm_out(h_out). norm_out is the centred
  * pre-norm w_out, or the plain final norm for the head. */
@@ -753,10 +732,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.pdl = pdl_on(s);
     c.ring = g->opt.dmv_ring;
     c.late_ring = g->opt.late_ring;
-    c.pf_at = g->opt.pf_at;
-    c.bulk_units = g->opt.bulk_units;
-    c.next = next_product(g, M);
-    c.nx_pf = g->opt.nx_pf;
     c.stamps = s->prof_stamps;
     return c;
 }

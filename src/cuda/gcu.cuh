@@ -142,13 +142,6 @@ typedef struct gcu_dmv_call {
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
     int late_ring;             /* when the ring's first weights are requested: 0 before the
                                   PDL wait, 1 once the prologue's rows are in, 2 after staging */
-    int bulk_units;            /* per warp, units brought into shared memory by one bulk copy
-                                  before the PDL wait (capped by shared memory; 0: none) */
-    int pf_at;                 /* pf_units requested before the PDL wait (0) or right after the
-                                  prologue's rows (1) */
-    const gcu_mat *next;       /* the product that follows (NULL: none): its first nx_pf units
-                                  per warp are prefetched into L2 as this one's loads end */
-    int nx_pf;
     long long *stamps;         /* profiling, or NULL: per block 8 readings: clock64 at start, after
                                   the PDL wait, after the norms, after staging, when warp 0's first
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
@@ -221,8 +214,6 @@ typedef struct gcu_attn_call {
     int pdl;
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
-    const void *pf;            /* static bytes (the o_proj weights) to prefetch into L2 while */
-    size_t pf_bytes;           /* the attention, which leaves HBM idle, runs; NULL: none */
     int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);

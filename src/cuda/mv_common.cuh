@@ -59,19 +59,12 @@ struct MvSlot {
     uint32_t sb[SBW];
 };
 
-/* A weight load: from global memory (streamed, evict-first), or SH: from a unit a bulk copy
- * already put in shared memory. */
-template <bool SH>
-__device__ __forceinline__ uint4 mv_ldx(const uint4 *p, uint64_t pol) {
-    return SH ? *p : mv_ld(p, pol);
-}
-
-/* Loads one unit at up (running pointer; SH: up is in shared memory). */
-template <int KIND, int PPS, bool SBF32, bool SH = false>
+/* Loads one unit at up (running pointer). */
+template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane,
                                           uint64_t pol) {
-    s.a0 = mv_ldx<SH>(up + 2 * lane, pol);
-    s.a1 = mv_ldx<SH>(up + 2 * lane + 1, pol);
+    s.a0 = mv_ld(up + 2 * lane, pol);
+    s.a1 = mv_ld(up + 2 * lane + 1, pol);
     if (KIND == GCU_KIND_Q) {
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;
@@ -82,7 +75,7 @@ __device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uin
         } else {
 #pragma unroll
             for (int k = 0; k < SBW / 4; k++) {
-                uint4 v = mv_ldx<SH>(up + 64 + g * (SBW / 4) + k, pol);
+                uint4 v = mv_ld(up + 64 + g * (SBW / 4) + k, pol);
                 s.sb[4 * k] = v.x;
                 s.sb[4 * k + 1] = v.y;
                 s.sb[4 * k + 2] = v.z;
