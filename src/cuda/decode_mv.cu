@@ -13,9 +13,11 @@
  * sum(x) is the sum of the values the tensor cores saw, so the staged row is first rounded to
  * its bf16 hi + lo representation and the group sums are taken over those.
  *
- * Launch: weights for the first units are requested (registers, optionally an L2 prefetch)
- * before griddepcontrol.wait, so under programmatic dependent launch a block co-resident with
- * the previous kernel (<= 64 registers, 2 blocks per SM) streams weights while that kernel ends. */
+ * Launch: the norm gains (weights) come into shared memory by asynchronous copies and the first
+ * RING units of each warp into registers before griddepcontrol.wait; the activations after it,
+ * all rows in one round trip. More weight bytes in flight through the prologue (L2 prefetch,
+ * bulk copies into shared memory) measured slower: the prologue's own loads queue behind them
+ * (bench/RESULTS.md, session 3). */
 #include "cuda/mv_common.cuh"
 
 #define DMV_WARPS 16
