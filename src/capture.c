@@ -376,7 +376,7 @@ void glim_session_capture_clear(glim_session *s) {
 }
 
 glim_status glim_session_capture_write(glim_session *s, const char *path, glim_error *err) {
-    glim_capture_view v;
+    glim_capture_view v = {0}; /* (gcc cannot see that a failed view returns first) */
     glim_status st = glim_session_capture_view(s, &v, err);
     if (st) return st;
     if (s->hooks->capture->stream_path)
