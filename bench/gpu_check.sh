@@ -28,7 +28,7 @@ say "build ok ($(($(date +%s) - t0)) s)"
 
 STEPS=${*:-tests sanitize bench variants profile}
 # the decode path's off-default switches at once (tests and memcheck run them too)
-PREFETCH_ALL="GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0"
+OFF_DEFAULTS="GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -40,7 +40,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "$PREFETCH_ALL"; do
+for v in GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -64,10 +64,10 @@ for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     rc=$?
     say "compute-sanitizer $tool ($FIX): rc=$rc ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 done
-echo "== memcheck with $PREFETCH_ALL on $FIX" >>"$OUT/sanitizer.log"
-env $PREFETCH_ALL timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
+echo "== memcheck with $OFF_DEFAULTS on $FIX" >>"$OUT/sanitizer.log"
+env $OFF_DEFAULTS timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
-say "compute-sanitizer memcheck ($FIX, $PREFETCH_ALL): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+say "compute-sanitizer memcheck ($FIX, $OFF_DEFAULTS): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 echo "== memcheck: 41-token prompt (prefill kernels) + 4 decoded tokens on $FIX8" >>"$OUT/sanitizer.log"

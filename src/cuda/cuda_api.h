@@ -46,7 +46,7 @@ typedef struct gcu_options {
     int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one cooperative launch
                       with grid barriers (GLIM_CUDA_CHAIN, default 0) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
-                      (GLIM_CUDA_ATT_FEW, default 0 until measured) */
+                      (GLIM_CUDA_ATT_FEW, default 0: measured no faster, session 3) */
     int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
                       once the prologue's rows are in (1) or after staging (2)
                       (GLIM_CUDA_LATE_RING, 0) */

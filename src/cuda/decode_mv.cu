@@ -162,11 +162,12 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
     return f.bits == 8 ? e0 >> 1 : e0;
 }
 
-/* Stages the row (src: the prologue's fp32 row in shared memory) into the kernel's format:
+/* Stages the prologue's fp32 row (m.row, in shared memory) into the kernel's format:
  * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
  * which is what the 16+q offset has to be taken back against. Items go in batches of DMV_BATCH per
  * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
-__device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m, const float *src) {
+__device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
+    const float *src = m.row;
     const gcu_xfmt &f = d.f;
     const int K = d.K, tid = threadIdx.x, nitems = f.kx / 8;
     const int eight = f.kind == GCU_KIND_Q && f.bits == 8, ne = eight ? 4 : 8;
@@ -289,7 +290,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
-    dmv_stage(d, m, m.row);
+    dmv_stage(d, m);
     if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);

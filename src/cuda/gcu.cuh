@@ -315,8 +315,6 @@ __device__ __forceinline__ float gcu_warp_max(float v) {
 __device__ __forceinline__ float gcu_silu(float g) { return g / (1.0f + expf(-g)); }
 __device__ __forceinline__ float gcu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
-/* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
- * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
 /* Row src[0..K) into shared dst[0..K) by the block's threads as asynchronous copies (LDGSTS):
  * every copy of every row in flight at once and no registers held, where loads through
  * registers are cut into rounds by the register budget. Complete with gcu_rows_wait. */
@@ -337,6 +335,8 @@ __device__ __forceinline__ void gcu_rows_wait() {
     __syncthreads();
 }
 
+/* dst[a][0..K) = src[a][0..K) for n <= 4 rows at once: every thread issues all its loads (4
+ * float4 per row) before the first store, so a pass costs one memory round trip, not K/threads. */
 __device__ __forceinline__ void gcu_load_rows(int K, int n, const float *const *src, float *const *dst) {
     bool vec = (K & 3) == 0;
     for (int a = 0; a < n; a++) vec = vec && (((uintptr_t)src[a] & 15) == 0);
