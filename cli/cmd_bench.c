@@ -28,7 +28,7 @@
 
 typedef struct bench_opts {
     const char *dir;
-    int synthetic, layers, n_decode, prompt, variants, bits, group, profile, hooks;
+    int synthetic, layers, n_decode, prompt, variants, bits, group, profile, hooks, timeline;
     const char *out;
 } bench_opts;
 
@@ -45,6 +45,9 @@ static void bench_help(void) {
            "  --prompt N         prefill length (default 2048; 0 skips)\n"
            "  --variants         also time decode at context 0 with each speed switch off\n"
            "  --profile          also time each kind of kernel alone (GB/s of the matvecs)\n"
+           "  --timeline         also show, at each context, where a token's time goes as the\n"
+           "                     graph runs: per kind of kernel its share of the token and the\n"
+           "                     latency of the kernel boundary before it\n"
            "  --hooks            also time decode at context 0 with each research hook on\n"
            "                     (steering, residual capture, FFN census), as a fraction of\n"
            "                     the speed without hooks\n"
@@ -203,6 +206,30 @@ static void bench_hooks(gcu_model *m, int vocab, const bench_opts *o, double bw,
     free(shell_m.cfg.layer_is_full), free(shell_m.cfg.layer_rope_theta), free(shell_m.cfg.inv_freq);
 }
 
+/* bench --timeline: one table per context (gcu_timeline), after that context's decode row. */
+static void timeline_table(FILE *out, gcu_session *s, int pos) {
+    gcu_tl_row rows[8];
+    double tok = 0;
+    glim_error err = {0};
+    int n = gcu_timeline(s, pos, 8, rows, 8, &tok, &err);
+    if (n < 0) {
+        fprintf(stderr, "%s: timeline: %s\n", CMD, err.message);
+        return;
+    }
+    emit(out, "\ntimeline @ ctx %d: %.1f us from the first kernel's start to the head's end "
+              "(us per launch, mean of 8 tokens; relative to the previous kernel's last block end)\n\n"
+              "| kernel | launches | step (share of token) | first block start | past PDL wait | "
+              "run after wait | block-end spread | step x launches |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
+    for (int i = 0; i < n; i++)
+        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f (%.1f%%) |\n", rows[i].name,
+             rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].release_us, rows[i].run_us,
+             rows[i].spread_us, rows[i].step_us * rows[i].count,
+             tok > 0 ? 100.0 * rows[i].step_us * rows[i].count / tok : 0.0);
+    emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
+              "| --- | --- | --- | --- | --- | --- |\n");
+}
+
 static int run_bench(const bench_opts *o) {
     glim_error err = {0};
     char dev[160];
@@ -284,6 +311,7 @@ static int run_bench(const bench_opts *o) {
         double floor_ms = (double)(wb + gcu_kv_bytes_read(m, pos + o->n_decode / 2)) / bw * 1e3;
         emit(out, "| decode @ ctx %d | %.1f | %.3f | %.3f | %.3f | %.1f%% |\n", pos, r.tok_s,
              1e3 / r.tok_s, r.gpu_ms, floor_ms, 100.0 * r.floor_frac);
+        if (o->timeline) timeline_table(out, s, pos);
     }
     if (o->prompt > 0) {
         int32_t *p = malloc(sizeof(int32_t) * o->prompt);
@@ -339,7 +367,7 @@ static int run_bench(const bench_opts *o) {
 int cmd_bench(int argc, char **argv) {
     glim_args a;
     args_init(&a, CMD, argc, argv);
-    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, 0, NULL};
+    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, 0, 0, NULL};
     while (args_next(&a)) {
         if (args_help(&a)) {
             bench_help();
@@ -362,6 +390,8 @@ int cmd_bench(int argc, char **argv) {
             o.variants = 1;
         } else if (args_switch(&a, "--profile")) {
             o.profile = 1;
+        } else if (args_switch(&a, "--timeline")) {
+            o.timeline = 1;
         } else if (args_switch(&a, "--hooks")) {
             o.hooks = 1;
         } else if (args_flag(&a, "--out", NULL)) {

@@ -347,8 +347,11 @@ static void attention(void) {
     NEED_GPU();
     struct { int H, Hkv, D, n, nsplit; } cases[] = {
         {8, 2, 64, 1, 1}, {8, 2, 64, 37, 4}, {8, 2, 64, 300, 16}, {32, 2, 128, 1000, 8},
-        {16, 1, 80, 129, 3}, {4, 2, 32, 70, 128}};
-    for (int c = 0; c < 6; c++) {
+        {16, 1, 80, 129, 3}, {4, 2, 32, 70, 128},
+        /* many splits: the merge's batches of partials, spread over parts (4 heads of 128: fewer
+         * outputs than threads) and over several outputs per thread (16 heads) */
+        {8, 2, 128, 4100, 128}, {32, 2, 128, 8192, 128}};
+    for (int c = 0; c < 8; c++) {
         int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, n = cases[c].n;
         size_t kvn = (size_t)n * Hkv * D;
         float *q = rand_vec((size_t)H * D, 3.0f), *kk = rand_vec(kvn, 1.0f), *vv = rand_vec(kvn, 2.0f);

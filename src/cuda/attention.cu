@@ -11,31 +11,44 @@
 #define AT_WARPS (GCU_ATT_THREADS / 32)
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
-#define AT_GROUP_KEYS 8192 /* keys up to which a kv head's query heads spread over blocks */
 
+#define AT_BATCH 4 /* loads of one thread in flight together (values, partials) */
+
+/* Shared memory: q [G*D], the merge's partial sums [4*threads], scores [G*TILE], m, l, corr [G],
+ * the newest k and v [D], a flag, then the merge's per-(split, head) max / weight and sum
+ * [nsplit*G] each. at_smem_floats (host) sizes it for G = H/Hkv. */
 struct AtSmem {
-    float *qs, *S, *m, *l, *corr, *kbuf, *vbuf;
+    float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml;
     int *flag;
 };
 
-__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D) {
+__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit) {
     AtSmem s;
     s.qs = base;
-    s.S = s.qs + G * D;
+    s.red = s.qs + G * D; /* 16-byte aligned: D % 8 == 0 */
+    s.S = s.red + 4 * GCU_ATT_THREADS;
     s.m = s.S + G * GCU_ATT_TILE;
     s.l = s.m + G;
     s.corr = s.l + G;
     s.kbuf = s.corr + G;
     s.vbuf = s.kbuf + D;
     s.flag = (int *)(s.vbuf + D);
+    s.mw = (float *)(s.flag + 4);
+    s.ml = s.mw + G * nsplit;
     return s;
+}
+static size_t at_smem_floats(int G, int D, int nsplit) {
+    return (size_t)G * D + 4 * GCU_ATT_THREADS + (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 +
+           2 * (size_t)G * nsplit;
 }
 
 /* Scores of one tile: warp (kg, hg) takes keys kg*32+lane and heads hg, hg+4, ...
  * newest >= 0: that key is not read from the cache but from kbuf (this block's own copy, rounded
  * as the cache rounds it), so blocks that do not write the cache need not wait for it. */
+template <bool KV32>
 __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int G, int tile0,
                           int k1, int newest) {
+    constexpr int NB = KV32 ? 2 : 4; /* groups of 8 key elements in flight: 64 bytes either way */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
     const int kg = warp & 1, hg = warp >> 1;
     const int j = tile0 + kg * 32 + lane;
@@ -43,20 +56,39 @@ __device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int
     const size_t kro = ((size_t)(valid ? j % a.R : 0) * a.Hkv + kvh) * D;
     const __nv_bfloat16 *kr = (const __nv_bfloat16 *)a.kc + kro;
     const float *kr32 = (const float *)a.kc + kro;
+    const bool own = j == newest, cached = valid && !own;
     for (int hc = 0; hc < G; hc += 16) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (valid) {
-            for (int d8 = 0; d8 < D / 8; d8++) {
+        /* AT_BATCH groups of 8 elements of the key are requested before any is used: one memory
+         * round trip per batch rather than one per group (the sums keep their order) */
+        for (int b8 = 0; valid && b8 < D / 8; b8 += NB) {
+            uint4 raw[NB][KV32 ? 2 : 1];
+#pragma unroll
+            for (int i = 0; i < NB; i++) {
+                const int d8 = b8 + i;
+                if (!cached || d8 >= D / 8) continue;
+                if (KV32) {
+                    raw[i][0] = *(const uint4 *)(kr32 + d8 * 8);
+                    raw[i][KV32] = *(const uint4 *)(kr32 + d8 * 8 + 4);
+                } else {
+                    raw[i][0] = *(const uint4 *)(kr + d8 * 8);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < NB; i++) {
+                const int d8 = b8 + i;
+                if (d8 >= D / 8) break;
                 float kf[8];
-                if (j == newest) {
+                if (own) {
 #pragma unroll
                     for (int e = 0; e < 8; e++) kf[e] = sm.kbuf[d8 * 8 + e];
-                } else if (a.kv32) {
-                    float4 k0 = *(const float4 *)(kr32 + d8 * 8), k1 = *(const float4 *)(kr32 + d8 * 8 + 4);
-                    kf[0] = k0.x, kf[1] = k0.y, kf[2] = k0.z, kf[3] = k0.w;
-                    kf[4] = k1.x, kf[5] = k1.y, kf[6] = k1.z, kf[7] = k1.w;
+                } else if (KV32) {
+                    kf[0] = __uint_as_float(raw[i][0].x), kf[1] = __uint_as_float(raw[i][0].y);
+                    kf[2] = __uint_as_float(raw[i][0].z), kf[3] = __uint_as_float(raw[i][0].w);
+                    kf[4] = __uint_as_float(raw[i][KV32].x), kf[5] = __uint_as_float(raw[i][KV32].y);
+                    kf[6] = __uint_as_float(raw[i][KV32].z), kf[7] = __uint_as_float(raw[i][KV32].w);
                 } else {
-                    uint4 kv = *(const uint4 *)(kr + d8 * 8);
+                    const uint4 kv = raw[i][0];
                     kf[0] = gcu_bf16lo(kv.x), kf[1] = gcu_bf16hi(kv.x), kf[2] = gcu_bf16lo(kv.y);
                     kf[3] = gcu_bf16hi(kv.y), kf[4] = gcu_bf16lo(kv.z), kf[5] = gcu_bf16hi(kv.z);
                     kf[6] = gcu_bf16lo(kv.w), kf[7] = gcu_bf16hi(kv.w);
@@ -124,9 +156,81 @@ __device__ void at_softmax(const AtSmem &sm, int G) {
     }
 }
 
-__global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+/* The last block of a (token, kv head[, head group]) merges the nsp splits' partials at base
+ * (o [G*D], m [G], l [G] each, pstride apart) into o (this thread's outputs, as the tile loop
+ * holds them) and sm.l (the merged sums). Every load is issued in parallel: the maxima and sums
+ * of all splits in one round trip, then the weighted outputs in batches of AT_BATCH splits,
+ * spread over all threads when the outputs are fewer than the threads (parts summed in order
+ * through sm.red). Deterministic: fixed order everywhere. */
+__device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp,
+                         float4 o[AT_MAXC]) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, D4 = D / 4;
+    for (int i = tid; i < nsp * G; i += GCU_ATT_THREADS) {
+        const int s = i / G, h = i % G;
+        sm.mw[i] = __ldcg(base + s * pstride + G * D + h);
+        sm.ml[i] = __ldcg(base + s * pstride + G * D + G + h);
+    }
+    __syncthreads();
+    for (int h = warp; h < G; h += AT_WARPS) { /* mw becomes each split's weight exp(m - M) */
+        float M = -INFINITY;
+        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s * G + h]);
+        M = gcu_warp_max(M);
+        float L = 0.0f;
+        for (int s = lane; s < nsp; s += 32) {
+            const float e = expf(sm.mw[s * G + h] - M);
+            sm.mw[s * G + h] = e;
+            L += sm.ml[s * G + h] * e;
+        }
+        L = gcu_warp_sum(L);
+        if (lane == 0) sm.l[h] = L;
+    }
+    __syncthreads();
+    const int nout = G * D4, P = nout < GCU_ATT_THREADS ? GCU_ATT_THREADS / nout : 1;
+    const int part = P > 1 ? tid / nout : 0;
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) {
+        const int idx = P > 1 ? tid % nout : tid + c * GCU_ATT_THREADS, h = idx / D4;
+        if ((P > 1 && (c > 0 || part >= P)) || h >= G) break;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int s0 = part; s0 < nsp; s0 += AT_BATCH * P) {
+            float4 v[AT_BATCH];
+#pragma unroll
+            for (int i = 0; i < AT_BATCH; i++) {
+                const int s = s0 + i * P;
+                if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride) + idx);
+            }
+#pragma unroll
+            for (int i = 0; i < AT_BATCH; i++) {
+                const int s = s0 + i * P;
+                if (s >= nsp) break;
+                const float e = sm.mw[s * G + h];
+                acc.x += v[i].x * e;
+                acc.y += v[i].y * e;
+                acc.z += v[i].z * e;
+                acc.w += v[i].w * e;
+            }
+        }
+        o[c] = acc;
+    }
+    if (P > 1) {
+        float4 *red = (float4 *)sm.red;
+        if (part < P) red[part * nout + tid % nout] = o[0];
+        __syncthreads();
+        if (part == 0) {
+            float4 acc = red[tid];
+            for (int p = 1; p < P; p++) {
+                const float4 v = red[p * nout + tid];
+                acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+            }
+            o[0] = acc;
+        }
+    }
+}
+
+/* The kernel's work; every return is taken by the whole block. */
+__device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused) {
     extern __shared__ float at_base[];
-    /* blockIdx.x: kv head x head group. Over short spans of keys (AT_GROUP_KEYS) the HG blocks
+    /* blockIdx.x: kv head x head group. Over short spans of keys (a.group_keys) the HG blocks
      * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
      * ones only group 0 runs, with all G heads, so K and V are read once. */
     const int HG = a.hgroups > 1 ? a.hgroups : 1;
@@ -138,14 +242,15 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
      * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
     if (a.trig_early) gcu_pdl_trigger();
     gcu_pdl_wait();
+    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
-    const bool grouped = HG > 1 && n <= AT_GROUP_KEYS;
+    const bool grouped = HG > 1 && n <= a.group_keys;
     if (!grouped && hgi > 0) return;
     const int G = grouped ? Gfull / HG : Gfull;
     const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
-    AtSmem sm = at_smem(at_base, G, D);
+    AtSmem sm = at_smem(at_base, G, D, a.nsplit);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
@@ -189,7 +294,8 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         if (a.few && nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
-        else at_scores(a, sm, kvh, G, tile0, my1, newest);
+        else if (a.kv32) at_scores<true>(a, sm, kvh, G, tile0, my1, newest);
+        else at_scores<false>(a, sm, kvh, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);
         __syncthreads();
@@ -201,23 +307,32 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
             float corr = sm.corr[h];
             float4 acc = make_float4(o[c].x * corr, o[c].y * corr, o[c].z * corr, o[c].w * corr);
             const float *p = sm.S + h * GCU_ATT_TILE;
-            for (int kl = 0; kl < nv; kl++) {
-                size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
-                float4 v;
-                if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
-                    const float *vb = sm.vbuf + 4 * d4;
-                    v = make_float4(vb[0], vb[1], vb[2], vb[3]);
-                } else if (a.kv32) {
-                    v = *(const float4 *)((const float *)a.vc + vo);
-                } else {
-                    uint2 vv = *(const uint2 *)((const __nv_bfloat16 *)a.vc + vo);
-                    v = make_float4(gcu_bf16lo(vv.x), gcu_bf16hi(vv.x), gcu_bf16lo(vv.y), gcu_bf16hi(vv.y));
+            for (int kb = 0; kb < nv; kb += AT_BATCH) {
+                float4 v[AT_BATCH]; /* requested together, summed in key order */
+#pragma unroll
+                for (int i = 0; i < AT_BATCH; i++) {
+                    const int kl = kb + i;
+                    if (kl >= nv) continue;
+                    size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
+                    if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
+                        const float *vb = sm.vbuf + 4 * d4;
+                        v[i] = make_float4(vb[0], vb[1], vb[2], vb[3]);
+                    } else if (a.kv32) {
+                        v[i] = *(const float4 *)((const float *)a.vc + vo);
+                    } else {
+                        uint2 vv = *(const uint2 *)((const __nv_bfloat16 *)a.vc + vo);
+                        v[i] = make_float4(gcu_bf16lo(vv.x), gcu_bf16hi(vv.x), gcu_bf16lo(vv.y), gcu_bf16hi(vv.y));
+                    }
                 }
-                float pk = p[kl];
-                acc.x += pk * v.x;
-                acc.y += pk * v.y;
-                acc.z += pk * v.z;
-                acc.w += pk * v.w;
+#pragma unroll
+                for (int i = 0; i < AT_BATCH; i++) {
+                    if (kb + i >= nv) break;
+                    float pk = p[kb + i];
+                    acc.x += pk * v[i].x;
+                    acc.y += pk * v[i].y;
+                    acc.z += pk * v[i].z;
+                    acc.w += pk * v[i].w;
+                }
             }
             o[c] = acc;
         }
@@ -248,32 +363,13 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
         __threadfence();
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
-    const float *base = a.part + (size_t)grp * a.nsplit * pstride;
+    if (nsp > 1) at_merge(a.part + (size_t)grp * a.nsplit * pstride, pstride, sm, G, D, nsp, o);
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        float4 r;
-        if (nsp == 1) {
-            float inv = 1.0f / sm.l[h];
-            r = make_float4(o[c].x * inv, o[c].y * inv, o[c].z * inv, o[c].w * inv);
-        } else {
-            float M = -INFINITY;
-            for (int s = 0; s < nsp; s++) M = fmaxf(M, __ldcg(base + s * pstride + G * D + h));
-            float L = 0.0f;
-            float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int s = 0; s < nsp; s++) {
-                float e = expf(__ldcg(base + s * pstride + G * D + h) - M);
-                L += __ldcg(base + s * pstride + G * D + G + h) * e;
-                float4 v = __ldcg((const float4 *)(base + s * pstride) + idx);
-                acc.x += v.x * e;
-                acc.y += v.y * e;
-                acc.z += v.z * e;
-                acc.w += v.w * e;
-            }
-            float inv = 1.0f / L;
-            r = make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-        }
+        const float inv = 1.0f / sm.l[h];
+        float4 r = make_float4(o[c].x * inv, o[c].y * inv, o[c].z * inv, o[c].w * inv);
         const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D + 4 * d4;
         r.x *= gcu_sigmoid(g[0]);
         r.y *= gcu_sigmoid(g[1]);
@@ -292,6 +388,12 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS) k_attention(gcu_attn_call a, 
     gcu_stage_spans(f, x, e0 / span_el, (e0 + G * D) / span_el, a.xs + (size_t)(2 * t) * f.kx,
                     a.xs + (size_t)(2 * t + 1) * f.kx, a.xsum + (size_t)t * f.nspan * f.pps,
                     tid, GCU_ATT_THREADS);
+}
+
+__global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+    gcu_tl_mark(a.tl, GCU_TL_START);
+    at_body(a, f, has_f, fused);
+    gcu_tl_block_end(a.tl);
 }
 
 extern "C" glim_status gcu_attn_init(glim_error *err) {
@@ -318,7 +420,11 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
     int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
-    size_t smem = sizeof(float) * ((size_t)G * c->D + (size_t)G * GCU_ATT_TILE + 3 * G + 2 * c->D + 4);
+    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit);
+    if (smem > 64 * 1024)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "attention: %d heads per kv head of width %d over "
+                         "%d splits need %zu bytes of shared memory (at most 65536)", G, c->D,
+                         c->nsplit, smem);
     glim_status ist = gcu_attn_init(err);
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;

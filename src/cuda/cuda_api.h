@@ -50,6 +50,9 @@ typedef struct gcu_options {
     int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
                       once the prologue's rows are in (1) or after staging (2)
                       (GLIM_CUDA_LATE_RING, 0) */
+    int att_group; /* attention: keys up to which a kv head's query heads spread over blocks of
+                      4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 8192); beyond, one
+                      block per kv head and split */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
 } gcu_options;
@@ -95,6 +98,20 @@ typedef struct gcu_prof_row {
     double ms, bytes; /* bytes: weights streamed, 0 when not a matrix */
 } gcu_prof_row;
 int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err);
+
+/* Bench helper (timeline.cu): one decoded token at position pos as the graph runs it, reps
+ * times, each kernel timed in place by its blocks' %globaltimer. Per kind of kernel (mean over
+ * its launches): step = its last block's end minus the previous kernel's (these add up to the
+ * token), start / release = its first block's start / first block past the PDL wait, relative
+ * to the previous kernel's end (negative: early), run = end minus release, spread = last minus
+ * first block end. token_us: first start to last end. Returns the rows filled, -1 on error. */
+typedef struct gcu_tl_row {
+    char name[32];
+    int count; /* launches per token */
+    double step_us, start_us, release_us, run_us, spread_us;
+} gcu_tl_row;
+int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,
+                 glim_error *err);
 
 /* Device-to-device copy bandwidth in bytes/s (bytes read + bytes written), median of reps
  * copies of `bytes` bytes. */

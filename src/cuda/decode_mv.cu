@@ -42,6 +42,7 @@ struct DmvArgs {
     int ring_at;  /* when the ring's first weights are requested: 0 before the PDL wait, 1 once
                    * the prologue's rows are in, 2 after staging */
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
+    unsigned long long *tl; /* timeline slot, or NULL */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -270,6 +271,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const int uw = a.unit_u4;
     const uint4 *lp = a.w + (size_t)u0 * uw;
     if (threadIdx.x == 0) dmv_stamp(d, 0);
+    gcu_tl_mark(d.tl, GCU_TL_START);
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
     const int ring_at = d.ring_at;
@@ -284,6 +286,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     if (!bar || step == 0) gcu_pdl_wait();
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
+    gcu_tl_mark(d.tl, GCU_TL_RELEASE);
 
     dmv_request_inputs(d, m);
     gcu_rows_wait();
@@ -347,6 +350,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
             d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gt;
         }
     }
+    gcu_tl_block_end(d.tl);
 }
 
 template <int KIND, int PPS, bool SBF32, int RING>
@@ -524,6 +528,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->pf_units = c->pf_units;
     d->ring_at = c->late_ring < 0 || c->late_ring > 2 ? 0 : c->late_ring;
     d->stamps = c->stamps;
+    d->tl = c->tl;
     *blocks_out = (int)blocks;
     *smem_out = smem;
     return GLIM_OK;

@@ -43,6 +43,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
+    o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
@@ -593,7 +594,9 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pdl = pdl_on(s);
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
     c.few = g->opt.att_few;
+    c.group_keys = g->opt.att_group;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
+    c.tl = T == 1 ? gcu_tl_take(s, GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);
@@ -733,6 +736,8 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.ring = g->opt.dmv_ring;
     c.late_ring = g->opt.late_ring;
     c.stamps = s->prof_stamps;
+    c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
+                          : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);
     return c;
 }
 
@@ -766,7 +771,7 @@ static int decode_chain(gcu_session *s, int l, glim_status *st, glim_error *err)
     else
         c[3] = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
                         y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
-    for (int i = 0; i < 4; i++) c[i].stamps = NULL;
+    for (int i = 0; i < 4; i++) c[i].stamps = NULL, c[i].tl = NULL;
     if (!gcu_dmv_chain_ok(c, 4)) return 0;
     *st = gcu_dmv_chain_launch(c, 4, s->chain_bar, s->st, err);
     return 1;
@@ -880,7 +885,7 @@ static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err
               g->vocab, err);
 }
 
-static glim_status capture_graph(gcu_session *s, glim_error *err) {
+extern "C" glim_status gcu_capture_decode(gcu_session *s, cudaGraphExec_t *exec, glim_error *err) {
     cudaGraph_t graph = NULL;
     glim_error e2;
     cudaError_t ce = cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal);
@@ -896,7 +901,7 @@ static glim_status capture_graph(gcu_session *s, glim_error *err) {
         if (err) *err = e2;
         return st;
     }
-    if (ce == cudaSuccess) ce = cudaGraphInstantiate(&s->graph, graph, 0);
+    if (ce == cudaSuccess) ce = cudaGraphInstantiate(exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     return gcu_check(ce, "graph instantiate", err);
 }
@@ -918,7 +923,7 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
         int use_graph = T == 1 && rows == 1 && g->opt.graph && s->graph_state >= 0 && !s->hooks;
         if (use_graph && s->graph_state == 0) {
             glim_error ce;
-            if (capture_graph(s, &ce) == GLIM_OK) {
+            if (gcu_capture_decode(s, &s->graph, &ce) == GLIM_OK) {
                 s->graph_state = 1;
             } else {
                 s->graph_state = -1; /* fall back to plain launches */

@@ -146,6 +146,7 @@ typedef struct gcu_dmv_call {
                                   the PDL wait, after the norms, after staging, when warp 0's first
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
                                   the end */
+    unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
@@ -213,8 +214,10 @@ typedef struct gcu_attn_call {
     float *xsum;
     int pdl;
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
+    int group_keys;            /* hgroups apply up to this many keys (opt.att_group) */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
     int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
+    unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
@@ -239,6 +242,24 @@ __device__ __forceinline__ void gcu_pdl_wait() { asm volatile("griddepcontrol.wa
 /* Lets the next grid in the stream start launching. */
 __device__ __forceinline__ void gcu_pdl_trigger() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+/* Timeline (bench --timeline): a kernel's slot is GCU_TL_FIELDS words at tl[i * GCU_TL_FIELDS];
+ * block thread 0 folds %globaltimer in with atomicMin/Max. Fields: the first block's start, the
+ * first block past the PDL wait, the first block's end, the last block's end. */
+enum { GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_FIELDS = 4 };
+__device__ __forceinline__ void gcu_tl_mark(unsigned long long *tl, int field) {
+    if (!tl || threadIdx.x != 0) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (field == GCU_TL_END) atomicMax(tl + field, t);
+    else atomicMin(tl + field, t);
+}
+/* The end of a block (every thread calls it, after the block's last work). */
+__device__ __forceinline__ void gcu_tl_block_end(unsigned long long *tl) {
+    if (!tl) return;
+    __syncthreads();
+    gcu_tl_mark(tl, GCU_TL_FIRST_END);
+    gcu_tl_mark(tl, GCU_TL_END);
 }
 /* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
 __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {

@@ -39,6 +39,11 @@ struct gcu_session {
     int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
     unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
+    /* timeline (timeline.cu): while a decode is captured for it, each launch takes the next slot
+     * of tl (device, GCU_TL_FIELDS words each) and records its kind in tl_kind; else tl NULL */
+    unsigned long long *tl;
+    int tl_n, tl_max;
+    unsigned char *tl_kind;
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;
     float *xsum_h, *xsum_q, *xsum_i;
     float *att_part;
@@ -63,6 +68,18 @@ struct gcu_session {
                              glim_error *err);
     void *allreduce_ctx;
 };
+
+/* Kinds of decode kernel a timeline tells apart. */
+enum { GCU_TLK_QKVG, GCU_TLK_ATT, GCU_TLK_O, GCU_TLK_GU, GCU_TLK_DOWN, GCU_TLK_HEAD, GCU_TLK_N };
+/* The next timeline slot for a kernel of this kind, or NULL (no timeline, or full). */
+static inline unsigned long long *gcu_tl_take(gcu_session *s, int kind) {
+    if (!s->tl || s->tl_n >= s->tl_max) return NULL;
+    s->tl_kind[s->tl_n] = (unsigned char)kind;
+    return s->tl + (size_t)GCU_TL_FIELDS * s->tl_n++;
+}
+/* Captures one decoded token (position and id from d_step, logits copied to h_logits) as a
+ * graph, with the session's current settings (forward_cuda.cu). */
+extern "C" glim_status gcu_capture_decode(gcu_session *s, cudaGraphExec_t *exec, glim_error *err);
 
 /* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */
 extern "C" glim_status gcu_model_prepare(gcu_model *g, const glim_config *c, glim_error *err);
