@@ -6,7 +6,7 @@
 # summary.txt, ncu.txt. Usage: bench/gpu_check.sh [STEP...]
 # steps: tests sanitize quick bench variants profile timeline attgroup ncu (default: tests
 # sanitize bench variants profile; quick = a 2-layer bench; timeline = bench --timeline;
-# attgroup = decode again with attention's head groups at every context length; ncu = Nsight
+# attenv = decode again under each of ATT_ENVS (attention's switches); ncu = Nsight
 # Compute on a few matvec launches). The build
 # always runs. SAN_TOOLS (default "memcheck racecheck synccheck") and SAN_T (seconds per tool,
 # default 70) bound the sanitizer step.
@@ -93,12 +93,12 @@ if has bench; then
     timeout 300 build/glimmer bench --synthetic $V --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
     say "bench rc=$? ($(($(date +%s) - t0)) s)"
 fi
-if has attgroup; then
-    echo "
-attention head groups up to 65536 keys (GLIM_CUDA_ATT_GROUP=65536):
-" >>"$OUT/bench.md"
-    GLIM_CUDA_ATT_GROUP=65536 timeout 120 build/glimmer bench --synthetic --prompt 0 --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
-    say "attgroup bench rc=$?"
+if has attenv; then
+    for v in ${ATT_ENVS:-GLIM_CUDA_ATT_CHUNK=128 GLIM_CUDA_ATT_CHUNK=256 GLIM_CUDA_ATT_GROUP=65536}; do
+        printf '\ndecode with %s:\n\n' "$v" >>"$OUT/bench.md"
+        env "$v" timeout 120 build/glimmer bench --synthetic --prompt 0 --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
+        say "bench with $v: rc=$?"
+    done
 fi
 if has sass; then
     cuobjdump --dump-sass --function '_Z5k_dmvILi0ELi2ELb0ELi3EEv7DmvArgs' build/src/cuda/decode_mv.o >"$OUT/sass.txt" 2>&1

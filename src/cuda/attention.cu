@@ -12,21 +12,31 @@
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 
-#define AT_BATCH 4 /* loads of one thread in flight together (values, partials) */
+#define AT_SMEM_MAX (160 * 1024)
+#define AT_BATCH 4 /* partials of one thread the merge has in flight together */
 
-/* Shared memory: q [G*D], the merge's partial sums [4*threads], scores [G*TILE], m, l, corr [G],
- * the newest k and v [D], a flag, then the merge's per-(split, head) max / weight and sum
- * [nsplit*G] each. at_smem_floats (host) sizes it for G = H/Hkv. */
+/* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
+ * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
+ * rows hit different banks), scores [G*TILE], m, l, corr [G], the newest k and v [D], a flag,
+ * then the merge's per-(split, head) max / weight and sum [nsplit*G] each. at_smem_floats (host)
+ * sizes it for G = H/Hkv. */
 struct AtSmem {
     float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml;
+    char *kt, *vt;
+    int rowb; /* bytes from one tile row to the next */
     int *flag;
 };
 
-__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit) {
+__host__ __device__ __forceinline__ int at_row_bytes(int D, int kv32) { return D * (kv32 ? 4 : 2) + 16; }
+
+__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit, int kv32) {
     AtSmem s;
     s.qs = base;
     s.red = s.qs + G * D; /* 16-byte aligned: D % 8 == 0 */
-    s.S = s.red + 4 * GCU_ATT_THREADS;
+    s.rowb = at_row_bytes(D, kv32);
+    s.kt = (char *)(s.red + 4 * GCU_ATT_THREADS);
+    s.vt = s.kt + GCU_ATT_TILE * s.rowb;
+    s.S = (float *)(s.vt + GCU_ATT_TILE * s.rowb);
     s.m = s.S + G * GCU_ATT_TILE;
     s.l = s.m + G;
     s.corr = s.l + G;
@@ -37,71 +47,63 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit)
     s.ml = s.mw + G * nsplit;
     return s;
 }
-static size_t at_smem_floats(int G, int D, int nsplit) {
-    return (size_t)G * D + 4 * GCU_ATT_THREADS + (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 +
-           2 * (size_t)G * nsplit;
+static size_t at_smem_floats(int G, int D, int nsplit, int kv32) {
+    return (size_t)G * D + 4 * GCU_ATT_THREADS + 2 * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
+           (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit;
 }
 
-/* Scores of one tile: warp (kg, hg) takes keys kg*32+lane and heads hg, hg+4, ...
- * newest >= 0: that key is not read from the cache but from kbuf (this block's own copy, rounded
- * as the cache rounds it), so blocks that do not write the cache need not wait for it. */
+/* Requests keys and values [tile0, tile0 + nv) of kv head kvh into the tile rows (asynchronous
+ * copies of 16 bytes; complete with gcu_rows_wait). */
+__device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
+                                                int tile0, int nv) {
+    const int rb = a.D * (a.kv32 ? 4 : 2), c16 = rb / 16, per = nv * c16;
+    for (int i = threadIdx.x; i < 2 * per; i += GCU_ATT_THREADS) {
+        const int v = i >= per, r = v ? i - per : i, kl = r / c16, c = r % c16;
+        const char *src = (const char *)(v ? a.vc : a.kc) +
+                          ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * rb + (size_t)c * 16;
+        char *dst = (v ? sm.vt : sm.kt) + kl * sm.rowb + c * 16;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                     "l"(src) : "memory");
+    }
+}
+
+/* Scores of one tile (its keys in the tile rows): warp (kg, hg) takes keys kg*32+lane and heads
+ * hg, hg+4, ... newest >= 0: that key is not read from the cache but from kbuf (this block's own
+ * copy, rounded as the cache rounds it), so blocks that do not write the cache need not wait
+ * for it. */
 template <bool KV32>
-__device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int kvh, int G, int tile0,
-                          int k1, int newest) {
-    constexpr int NB = KV32 ? 2 : 4; /* groups of 8 key elements in flight: 64 bytes either way */
+__device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int G, int tile0, int k1,
+                          int newest) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
     const int kg = warp & 1, hg = warp >> 1;
-    const int j = tile0 + kg * 32 + lane;
-    const bool valid = j < k1;
-    const size_t kro = ((size_t)(valid ? j % a.R : 0) * a.Hkv + kvh) * D;
-    const __nv_bfloat16 *kr = (const __nv_bfloat16 *)a.kc + kro;
-    const float *kr32 = (const float *)a.kc + kro;
-    const bool own = j == newest, cached = valid && !own;
+    const int kl = kg * 32 + lane, j = tile0 + kl;
+    const bool valid = j < k1, own = j == newest;
+    const char *kr = sm.kt + kl * sm.rowb;
     for (int hc = 0; hc < G; hc += 16) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        /* AT_BATCH groups of 8 elements of the key are requested before any is used: one memory
-         * round trip per batch rather than one per group (the sums keep their order) */
-        for (int b8 = 0; valid && b8 < D / 8; b8 += NB) {
-            uint4 raw[NB][KV32 ? 2 : 1];
+        for (int d8 = 0; valid && d8 < D / 8; d8++) {
+            float kf[8];
+            if (own) {
 #pragma unroll
-            for (int i = 0; i < NB; i++) {
-                const int d8 = b8 + i;
-                if (!cached || d8 >= D / 8) continue;
-                if (KV32) {
-                    raw[i][0] = *(const uint4 *)(kr32 + d8 * 8);
-                    raw[i][KV32] = *(const uint4 *)(kr32 + d8 * 8 + 4);
-                } else {
-                    raw[i][0] = *(const uint4 *)(kr + d8 * 8);
-                }
+                for (int e = 0; e < 8; e++) kf[e] = sm.kbuf[d8 * 8 + e];
+            } else if (KV32) {
+                const float4 k0 = *(const float4 *)(kr + d8 * 32), k1v = *(const float4 *)(kr + d8 * 32 + 16);
+                kf[0] = k0.x, kf[1] = k0.y, kf[2] = k0.z, kf[3] = k0.w;
+                kf[4] = k1v.x, kf[5] = k1v.y, kf[6] = k1v.z, kf[7] = k1v.w;
+            } else {
+                const uint4 kv = *(const uint4 *)(kr + d8 * 16);
+                kf[0] = gcu_bf16lo(kv.x), kf[1] = gcu_bf16hi(kv.x), kf[2] = gcu_bf16lo(kv.y);
+                kf[3] = gcu_bf16hi(kv.y), kf[4] = gcu_bf16lo(kv.z), kf[5] = gcu_bf16hi(kv.z);
+                kf[6] = gcu_bf16lo(kv.w), kf[7] = gcu_bf16hi(kv.w);
             }
 #pragma unroll
-            for (int i = 0; i < NB; i++) {
-                const int d8 = b8 + i;
-                if (d8 >= D / 8) break;
-                float kf[8];
-                if (own) {
-#pragma unroll
-                    for (int e = 0; e < 8; e++) kf[e] = sm.kbuf[d8 * 8 + e];
-                } else if (KV32) {
-                    kf[0] = __uint_as_float(raw[i][0].x), kf[1] = __uint_as_float(raw[i][0].y);
-                    kf[2] = __uint_as_float(raw[i][0].z), kf[3] = __uint_as_float(raw[i][0].w);
-                    kf[4] = __uint_as_float(raw[i][KV32].x), kf[5] = __uint_as_float(raw[i][KV32].y);
-                    kf[6] = __uint_as_float(raw[i][KV32].z), kf[7] = __uint_as_float(raw[i][KV32].w);
-                } else {
-                    const uint4 kv = raw[i][0];
-                    kf[0] = gcu_bf16lo(kv.x), kf[1] = gcu_bf16hi(kv.x), kf[2] = gcu_bf16lo(kv.y);
-                    kf[3] = gcu_bf16hi(kv.y), kf[4] = gcu_bf16lo(kv.z), kf[5] = gcu_bf16hi(kv.z);
-                    kf[6] = gcu_bf16lo(kv.w), kf[7] = gcu_bf16hi(kv.w);
-                }
-#pragma unroll
-                for (int m = 0; m < 4; m++) {
-                    int h = hc + hg + 4 * m;
-                    if (h >= G) break;
-                    const float4 *q = (const float4 *)(sm.qs + h * D + d8 * 8);
-                    float4 q0 = q[0], q1 = q[1];
-                    s[m] += q0.x * kf[0] + q0.y * kf[1] + q0.z * kf[2] + q0.w * kf[3] +
-                            q1.x * kf[4] + q1.y * kf[5] + q1.z * kf[6] + q1.w * kf[7];
-                }
+            for (int m = 0; m < 4; m++) {
+                int h = hc + hg + 4 * m;
+                if (h >= G) break;
+                const float4 *q = (const float4 *)(sm.qs + h * D + d8 * 8);
+                float4 q0 = q[0], q1 = q[1];
+                s[m] += q0.x * kf[0] + q0.y * kf[1] + q0.z * kf[2] + q0.w * kf[3] +
+                        q1.x * kf[4] + q1.y * kf[5] + q1.z * kf[6] + q1.w * kf[7];
             }
         }
 #pragma unroll
@@ -241,8 +243,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * started (the trigger counts only then, so none of these still waits for an SM) and streams
      * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
     if (a.trig_early) gcu_pdl_trigger();
-    gcu_pdl_wait();
-    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
+    /* the position comes from the host before the graph starts: it may be read before the wait */
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
@@ -250,13 +251,23 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (!grouped && hgi > 0) return;
     const int G = grouped ? Gfull / HG : Gfull;
     const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
-    AtSmem sm = at_smem(at_base, G, D, a.nsplit);
+    AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
+    if (chunk < a.min_chunk) chunk = a.min_chunk;
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
     if (sp >= nsp) return;
     const int my0 = k0 + sp * chunk, my1 = my0 + chunk < k1 ? my0 + chunk : k1;
     const float *row = a.qkvg + (size_t)t * a.ldq;
+    /* Decode: the cache rows of every key but the newest (which this kernel writes, and which
+     * is read from kbuf instead) were written by earlier tokens, so the first tile is requested
+     * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
+     * keys in the kernel before: after the wait. */
+    const int nv0 = my1 - my0 < GCU_ATT_TILE ? my1 - my0 : GCU_ATT_TILE;
+    if (fused) at_tile_request(a, sm, kvh, my0, nv0);
+    gcu_pdl_wait();
+    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
+    if (!fused) at_tile_request(a, sm, kvh, my0, nv0);
 
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
@@ -293,9 +304,11 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
+        if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t); /* the previous is consumed */
+        gcu_rows_wait();
         if (a.few && nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
-        else if (a.kv32) at_scores<true>(a, sm, kvh, G, tile0, my1, newest);
-        else at_scores<false>(a, sm, kvh, G, tile0, my1, newest);
+        else if (a.kv32) at_scores<true>(a, sm, G, tile0, my1, newest);
+        else at_scores<false>(a, sm, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);
         __syncthreads();
@@ -307,32 +320,23 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             float corr = sm.corr[h];
             float4 acc = make_float4(o[c].x * corr, o[c].y * corr, o[c].z * corr, o[c].w * corr);
             const float *p = sm.S + h * GCU_ATT_TILE;
-            for (int kb = 0; kb < nv; kb += AT_BATCH) {
-                float4 v[AT_BATCH]; /* requested together, summed in key order */
-#pragma unroll
-                for (int i = 0; i < AT_BATCH; i++) {
-                    const int kl = kb + i;
-                    if (kl >= nv) continue;
-                    size_t vo = ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * D + 4 * d4;
-                    if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
-                        const float *vb = sm.vbuf + 4 * d4;
-                        v[i] = make_float4(vb[0], vb[1], vb[2], vb[3]);
-                    } else if (a.kv32) {
-                        v[i] = *(const float4 *)((const float *)a.vc + vo);
-                    } else {
-                        uint2 vv = *(const uint2 *)((const __nv_bfloat16 *)a.vc + vo);
-                        v[i] = make_float4(gcu_bf16lo(vv.x), gcu_bf16hi(vv.x), gcu_bf16lo(vv.y), gcu_bf16hi(vv.y));
-                    }
+            const char *vr = sm.vt + (a.kv32 ? 16 : 8) * d4;
+            for (int kl = 0; kl < nv; kl++, vr += sm.rowb) {
+                float4 v;
+                if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
+                    const float *vb = sm.vbuf + 4 * d4;
+                    v = make_float4(vb[0], vb[1], vb[2], vb[3]);
+                } else if (a.kv32) {
+                    v = *(const float4 *)vr;
+                } else {
+                    const uint2 vv = *(const uint2 *)vr;
+                    v = make_float4(gcu_bf16lo(vv.x), gcu_bf16hi(vv.x), gcu_bf16lo(vv.y), gcu_bf16hi(vv.y));
                 }
-#pragma unroll
-                for (int i = 0; i < AT_BATCH; i++) {
-                    if (kb + i >= nv) break;
-                    float pk = p[kb + i];
-                    acc.x += pk * v[i].x;
-                    acc.y += pk * v[i].y;
-                    acc.z += pk * v[i].z;
-                    acc.w += pk * v[i].w;
-                }
+                const float pk = p[kl];
+                acc.x += pk * v.x;
+                acc.y += pk * v.y;
+                acc.z += pk * v.z;
+                acc.w += pk * v.w;
             }
             o[c] = acc;
         }
@@ -401,7 +405,7 @@ extern "C" glim_status gcu_attn_init(glim_error *err) {
     if (raised) return GLIM_OK;
     glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_attention,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   64 * 1024),
+                                                   AT_SMEM_MAX),
                               "attention shared memory", err);
     raised = s == GLIM_OK;
     return s;
@@ -420,11 +424,11 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
     int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
-    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit);
-    if (smem > 64 * 1024)
+    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32);
+    if (smem > AT_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "attention: %d heads per kv head of width %d over "
-                         "%d splits need %zu bytes of shared memory (at most 65536)", G, c->D,
-                         c->nsplit, smem);
+                         "%d splits need %zu bytes of shared memory (at most %d)", G, c->D,
+                         c->nsplit, smem, AT_SMEM_MAX);
     glim_status ist = gcu_attn_init(err);
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;

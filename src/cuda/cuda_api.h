@@ -53,6 +53,8 @@ typedef struct gcu_options {
     int att_group; /* attention: keys up to which a kv head's query heads spread over blocks of
                       4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 8192); beyond, one
                       block per kv head and split */
+    int att_chunk; /* attention: keys per split at least (GLIM_CUDA_ATT_CHUNK, 64 = one tile):
+                      more keys per block, fewer blocks and partials */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
 } gcu_options;

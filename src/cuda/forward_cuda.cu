@@ -44,6 +44,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
+    o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
@@ -595,6 +596,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
     c.few = g->opt.att_few;
     c.group_keys = g->opt.att_group;
+    c.min_chunk = g->opt.att_chunk;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
     c.tl = T == 1 ? gcu_tl_take(s, GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
