@@ -350,8 +350,10 @@ static void attention(void) {
         {16, 1, 80, 129, 3}, {4, 2, 32, 70, 128},
         /* many splits: the merge's batches of partials, spread over parts (4 heads of 128: fewer
          * outputs than threads) and over several outputs per thread (16 heads) */
-        {8, 2, 128, 4100, 128}, {32, 2, 128, 8192, 128}};
-    for (int c = 0; c < 8; c++) {
+        {8, 2, 128, 4100, 128}, {32, 2, 128, 8192, 128},
+        /* splits of 8 tiles: the two tile buffers taking turns */
+        {8, 2, 128, 2000, 4}};
+    for (int c = 0; c < 9; c++) {
         int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, n = cases[c].n;
         size_t kvn = (size_t)n * Hkv * D;
         float *q = rand_vec((size_t)H * D, 3.0f), *kk = rand_vec(kvn, 1.0f), *vv = rand_vec(kvn, 2.0f);

@@ -12,7 +12,7 @@
 #define AT_MAXC 4 /* (G*D/4) / threads: G*D <= 4096 */
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 
-#define AT_SMEM_MAX (160 * 1024)
+#define AT_SMEM_MAX (200 * 1024)
 #define AT_BATCH 4 /* partials of one thread the merge has in flight together */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
@@ -22,21 +22,23 @@
  * sizes it for G = H/Hkv. */
 struct AtSmem {
     float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml;
-    char *kt, *vt;
+    char *kt0, *vt0, *kt1, *vt1; /* two tiles (one consumed while the next arrives), or one twice */
     int rowb; /* bytes from one tile row to the next */
     int *flag;
 };
 
 __host__ __device__ __forceinline__ int at_row_bytes(int D, int kv32) { return D * (kv32 ? 4 : 2) + 16; }
 
-__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit, int kv32) {
+__device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit, int kv32, int tiles2) {
     AtSmem s;
     s.qs = base;
     s.red = s.qs + G * D; /* 16-byte aligned: D % 8 == 0 */
     s.rowb = at_row_bytes(D, kv32);
-    s.kt = (char *)(s.red + 4 * GCU_ATT_THREADS);
-    s.vt = s.kt + GCU_ATT_TILE * s.rowb;
-    s.S = (float *)(s.vt + GCU_ATT_TILE * s.rowb);
+    s.kt0 = (char *)(s.red + 4 * GCU_ATT_THREADS);
+    s.vt0 = s.kt0 + GCU_ATT_TILE * s.rowb;
+    s.kt1 = tiles2 ? s.vt0 + GCU_ATT_TILE * s.rowb : s.kt0;
+    s.vt1 = tiles2 ? s.kt1 + GCU_ATT_TILE * s.rowb : s.vt0;
+    s.S = (float *)(s.vt1 + GCU_ATT_TILE * s.rowb);
     s.m = s.S + G * GCU_ATT_TILE;
     s.l = s.m + G;
     s.corr = s.l + G;
@@ -47,24 +49,33 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit,
     s.ml = s.mw + G * nsplit;
     return s;
 }
-static size_t at_smem_floats(int G, int D, int nsplit, int kv32) {
-    return (size_t)G * D + 4 * GCU_ATT_THREADS + 2 * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
+static size_t at_smem_floats(int G, int D, int nsplit, int kv32, int tiles2) {
+    return (size_t)G * D + 4 * GCU_ATT_THREADS +
+           (tiles2 ? 4 : 2) * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
            (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit;
 }
 
-/* Requests keys and values [tile0, tile0 + nv) of kv head kvh into the tile rows (asynchronous
- * copies of 16 bytes; complete with gcu_rows_wait). */
+/* Requests keys and values [tile0, tile0 + nv) of kv head kvh into tile buffer b (asynchronous
+ * copies of 16 bytes, committed as one group: at_tile_wait completes it). */
 __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
-                                                int tile0, int nv) {
+                                                int tile0, int nv, int b) {
     const int rb = a.D * (a.kv32 ? 4 : 2), c16 = rb / 16, per = nv * c16;
     for (int i = threadIdx.x; i < 2 * per; i += GCU_ATT_THREADS) {
         const int v = i >= per, r = v ? i - per : i, kl = r / c16, c = r % c16;
         const char *src = (const char *)(v ? a.vc : a.kc) +
                           ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * rb + (size_t)c * 16;
-        char *dst = (v ? sm.vt : sm.kt) + kl * sm.rowb + c * 16;
+        char *dst = (v ? (b ? sm.vt1 : sm.vt0) : (b ? sm.kt1 : sm.kt0)) + kl * sm.rowb + c * 16;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
                      "l"(src) : "memory");
     }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+/* Waits until at most `pending` (0 or 1) tile requests of this thread are still in flight, then
+ * for the block's. */
+__device__ __forceinline__ void at_tile_wait(int pending) {
+    if (pending) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
 }
 
 /* Scores of one tile (its keys in the tile rows): warp (kg, hg) takes keys kg*32+lane and heads
@@ -72,13 +83,13 @@ __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const At
  * copy, rounded as the cache rounds it), so blocks that do not write the cache need not wait
  * for it. */
 template <bool KV32>
-__device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int G, int tile0, int k1,
+__device__ void at_scores(const gcu_attn_call &a, const AtSmem &sm, int b, int G, int tile0, int k1,
                           int newest) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, D = a.D;
     const int kg = warp & 1, hg = warp >> 1;
     const int kl = kg * 32 + lane, j = tile0 + kl;
     const bool valid = j < k1, own = j == newest;
-    const char *kr = sm.kt + kl * sm.rowb;
+    const char *kr = (b ? sm.kt1 : sm.kt0) + kl * sm.rowb;
     for (int hc = 0; hc < G; hc += 16) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int d8 = 0; valid && d8 < D / 8; d8++) {
@@ -251,7 +262,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (!grouped && hgi > 0) return;
     const int G = grouped ? Gfull / HG : Gfull;
     const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
-    AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32);
+    AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32, a.tiles2);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
     if (chunk < a.min_chunk) chunk = a.min_chunk;
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
@@ -264,10 +275,10 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
      * keys in the kernel before: after the wait. */
     const int nv0 = my1 - my0 < GCU_ATT_TILE ? my1 - my0 : GCU_ATT_TILE;
-    if (fused) at_tile_request(a, sm, kvh, my0, nv0);
+    if (fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
     gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
-    if (!fused) at_tile_request(a, sm, kvh, my0, nv0);
+    if (!fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
 
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
@@ -304,11 +315,17 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
-        if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t); /* the previous is consumed */
-        gcu_rows_wait();
+        const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
+        if (a.tiles2) { /* the next tile into the other buffer, consumed by the previous pass */
+            if (next < my1) at_tile_request(a, sm, kvh, next, my1 - next < GCU_ATT_TILE ? my1 - next : GCU_ATT_TILE, b ^ 1);
+            at_tile_wait(next < my1);
+        } else { /* one buffer: the next tile once this one is consumed */
+            if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
+            at_tile_wait(0);
+        }
         if (a.few && nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
-        else if (a.kv32) at_scores<true>(a, sm, G, tile0, my1, newest);
-        else at_scores<false>(a, sm, G, tile0, my1, newest);
+        else if (a.kv32) at_scores<true>(a, sm, b, G, tile0, my1, newest);
+        else at_scores<false>(a, sm, b, G, tile0, my1, newest);
         __syncthreads();
         at_softmax(sm, G);
         __syncthreads();
@@ -320,7 +337,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             float corr = sm.corr[h];
             float4 acc = make_float4(o[c].x * corr, o[c].y * corr, o[c].z * corr, o[c].w * corr);
             const float *p = sm.S + h * GCU_ATT_TILE;
-            const char *vr = sm.vt + (a.kv32 ? 16 : 8) * d4;
+            const char *vr = (b ? sm.vt1 : sm.vt0) + (a.kv32 ? 16 : 8) * d4;
             for (int kl = 0; kl < nv; kl++, vr += sm.rowb) {
                 float4 v;
                 if (tile0 + kl == newest) { /* vbuf need not be 16-byte aligned */
@@ -424,7 +441,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
     int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
-    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32);
+    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32, c->tiles2);
     if (smem > AT_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "attention: %d heads per kv head of width %d over "
                          "%d splits need %zu bytes of shared memory (at most %d)", G, c->D,
@@ -497,6 +514,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.pos0 = p0;
         c.T = 1;
         c.nsplit = nsplit;
+        c.tiles2 = 1;
         c.few = few;
         c.part = part;
         c.counters = cnt;

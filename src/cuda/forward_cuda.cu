@@ -597,6 +597,9 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.few = g->opt.att_few;
     c.group_keys = g->opt.att_group;
     c.min_chunk = g->opt.att_chunk;
+    /* a second tile buffer only where a split can span several tiles */
+    const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;
+    c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
     c.tl = T == 1 ? gcu_tl_take(s, GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
