@@ -5,7 +5,10 @@
  * applies the sigmoid output gate and, when the slice is whole spans, stages its part of the
  * o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
  * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
- * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k. */
+ * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k.
+ * Each tile's keys and values come into shared memory by asynchronous copies, one round trip
+ * per tile: read from global memory one group at a time they were a chain of ~80 dependent
+ * loads per tile, 61 us per layer at 4k keys (bench/RESULTS.md v7). */
 #include "cuda/rope_qk.cuh"
 
 #define AT_WARPS (GCU_ATT_THREADS / 32)
