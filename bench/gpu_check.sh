@@ -4,7 +4,7 @@
 # (memcheck, racecheck, synccheck) on a decode of a few tokens, and `glimmer bench --synthetic`.
 # Logs go to $OUT (default ./gpu_check_out): build.log, tests.log, sanitizer.log, bench.md,
 # summary.txt, ncu.txt. Usage: bench/gpu_check.sh [STEP...]
-# steps: tests sanitize quick bench variants profile timeline attgroup ncu (default: tests
+# steps: tests sanitize quick bench variants profile timeline attenv ncu (default: tests
 # sanitize bench variants profile; quick = a 2-layer bench; timeline = bench --timeline;
 # attenv = decode again under each of ATT_ENVS (attention's switches); ncu = Nsight
 # Compute on a few matvec launches). The build

@@ -67,9 +67,7 @@ __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const At
         const int v = i >= per, r = v ? i - per : i, kl = r / c16, c = r % c16;
         const char *src = (const char *)(v ? a.vc : a.kc) +
                           ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * rb + (size_t)c * 16;
-        char *dst = (v ? (b ? sm.vt1 : sm.vt0) : (b ? sm.kt1 : sm.kt0)) + kl * sm.rowb + c * 16;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                     "l"(src) : "memory");
+        gcu_cp_async16((v ? (b ? sm.vt1 : sm.vt0) : (b ? sm.kt1 : sm.kt0)) + kl * sm.rowb + c * 16, src);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
 }

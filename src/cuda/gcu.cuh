@@ -339,14 +339,19 @@ __device__ __forceinline__ float gcu_warp_max(float v) {
 __device__ __forceinline__ float gcu_silu(float g) { return g / (1.0f + expf(-g)); }
 __device__ __forceinline__ float gcu_sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
+/* 16 bytes from global src to shared dst (both 16-byte aligned) as an asynchronous copy
+ * (LDGSTS, bypassing L1): no register holds them. Complete with gcu_rows_wait. */
+__device__ __forceinline__ void gcu_cp_async16(void *dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src) : "memory");
+}
+
 /* Row src[0..K) into shared dst[0..K) by the block's threads as asynchronous copies (LDGSTS):
  * every copy of every row in flight at once and no registers held, where loads through
  * registers are cut into rounds by the register budget. Complete with gcu_rows_wait. */
 __device__ __forceinline__ void gcu_row_async(int K, const float *src, float *dst) {
     if ((K & 3) == 0 && (((uintptr_t)src | (uintptr_t)dst) & 15) == 0) {
-        for (int i = threadIdx.x; i < (K >> 2); i += blockDim.x)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst + 4 * i)),
-                         "l"(src + 4 * i) : "memory");
+        for (int i = threadIdx.x; i < (K >> 2); i += blockDim.x) gcu_cp_async16(dst + 4 * i, src + 4 * i);
         return;
     }
     for (int i = threadIdx.x; i < K; i += blockDim.x)

@@ -25,15 +25,12 @@ __device__ __forceinline__ void mv_stage_smem(const MvArgs &a, uint4 *mv_smem,
     __nv_bfloat16 *sx = (__nv_bfloat16 *)mv_smem;
     for (int c = threadIdx.x; c < ncol * per; c += blockDim.x) {
         int col = c / per, k = c % per;
-        unsigned dst = (unsigned)__cvta_generic_to_shared(sx + (size_t)col * a.cs + k * 8);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-                     "l"(a.xs + (size_t)col * a.kx + k * 8));
+        gcu_cp_async16(sx + (size_t)col * a.cs + k * 8, a.xs + (size_t)col * a.kx + k * 8);
     }
     float *sxs = (float *)(sx + (size_t)ncol * a.cs);
     if (KIND == GCU_KIND_Q)
         for (int i = threadIdx.x; i < a.T * a.nspan * PPS; i += blockDim.x) sxs[i] = a.xsum[i];
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    __syncthreads();
+    gcu_rows_wait();
     *xs = sx;
     *xsum = sxs;
     *cs = a.cs;
