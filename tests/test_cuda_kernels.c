@@ -195,7 +195,7 @@ static void matvec_swiglu_softcap(void) {
  * Tolerance as check_matvec: the 4-bit values enter as 128+q and the offset is taken back
  * through sums of the staged x, which must not cost more than the hi/lo split itself. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
-                         int epi, int centered, int ring, const int *dyn) {
+                         int epi, int centered, int ring) {
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -221,16 +221,13 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
         cpu_swiglu(ref, ref, ru, (int)rows);
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
-    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2, 0, 0, 0};
-    if (dyn) p.dyn_pct = dyn[0], p.dyn_ch = dyn[1], p.max_blocks = dyn[2];
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
-             "ring %d%s, run-time chunks %d%% of %d units, blocks %d", (long long)rows, (long long)K, bits,
-             group, glim_dtype_name(sdt), pro, epi, centered ? "centred" : "plain", ring,
-             ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)",
-             dyn ? dyn[0] : 0, dyn ? dyn[1] : 0, dyn ? dyn[2] : 0);
+             "ring %d%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
@@ -244,31 +241,20 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
 static void decode_matvec(void) {
     NEED_GPU();
     for (int ring = 2; ring <= 4; ring++) {
-        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, NULL);
-        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring, NULL);
-        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, NULL);
-        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, NULL);
-        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, NULL);
-        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, NULL);
-        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, NULL);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, NULL);
-        /* run-time chunks (percent of the units, units per chunk, blocks): few blocks so that
-         * small matrices have many chunks per warp; chunk sizes that cut row blocks anywhere */
-        const int d1[3] = {30, 4, 4}, d2[3] = {50, 5, 8}, d3[3] = {40, 4, 2}, d4[3] = {60, 3, 1};
-        const int d5[3] = {25, 7, 16}, d6[3] = {20, 4, 0}, d7[3] = {90, 6, 3};
-        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, d1);
-        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, d2);
-        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, d3);
-        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, d4);
-        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, d5);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, d6);
-        check_decode(1201, 640, 4, 32, GLIM_DT_F16, 2, GCU_EPI_SOFTCAP, 0, ring, d7);
+        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
+        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring);
+        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring);
+        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
+        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring);
+        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
+        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring);
+        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
+        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring);
+        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring);
+        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring);
+        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring);
+        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring);
+        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
     }
 }
 

@@ -31,8 +31,7 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_DYN, GLIM_CUDA_DYN_CH
- * override the defaults). */
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -58,9 +57,6 @@ typedef struct gcu_options {
                       more keys per block, fewer blocks and partials */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
-    int dyn_pct;   /* decode matvec: percent of each matrix's units taken at run time by
-                      whichever warp is free, so SMs that stream faster do more (GLIM_CUDA_DYN) */
-    int dyn_ch;    /* units per run-time chunk (GLIM_CUDA_DYN_CH, 4) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -149,8 +145,6 @@ typedef struct gcu_test_dmv {
     float mult, cap;
     int ring;                    /* units in flight per warp: 2, 3 or 4 */
     int late_ring;               /* when the ring is requested (gcu_dmv_call.late_ring) */
-    int dyn_pct, dyn_ch;         /* run-time balance (gcu_dmv_call.dyn_pct, dyn_ch); 0: none */
-    int max_blocks;              /* at most this many blocks (0: one per SM) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

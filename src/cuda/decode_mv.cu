@@ -43,8 +43,6 @@ struct DmvArgs {
                    * the prologue's rows are in, 2 after staging */
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
     unsigned long long *tl; /* timeline slot, or NULL */
-    int nch;                /* chunks of mv.ch units taken at run time (mv.us..nunits) */
-    int *dyn_ctr;           /* their counter, zero between launches */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -240,64 +238,17 @@ __device__ __forceinline__ void dmv_grid_barrier(unsigned *bar, unsigned target)
     __syncthreads();
 }
 
-/* The load side of a warp's unit stream: its static range first, then the chunks it takes at
- * run time. Lane 0 asks for the next chunk (atomicAdd on dyn_ctr) one chunk ahead, so the
- * answer is there before it is needed; chunks hold at least RING units (host), so the loads
- * run at most one segment ahead of the compute side, which follows through `pend`. */
-struct DmvFeed {
-    const uint4 *lp; /* next unit to request */
-    int left;        /* units left to request in the current segment */
-    int pend;        /* segment the loads entered that the compute side has not reached, or -1 */
-    int grab;        /* lane 0: the chunk its last atomicAdd returned */
-    bool more;       /* chunks may remain */
-};
-
-/* Requests the next unit of the stream into slot s; false when the stream is exhausted (or, with
- * grab false, when the static range is). Only after the PDL wait may chunks be taken: the
- * counter is reset by the previous launch's last taker. */
-template <int KIND, int PPS, bool SBF32>
-__device__ __forceinline__ bool dmv_feed(MvSlot<KIND, PPS, SBF32> &s, DmvFeed &fd, const DmvArgs &d,
-                                         bool grab, int lane, uint64_t pol) {
-    const MvArgs &a = d.mv;
-    if (fd.left == 0 && fd.more && grab) {
-        const int c = __shfl_sync(0xffffffffu, fd.grab, 0);
-        if (c < d.nch) {
-            const long long b = a.us + (long long)c * a.ch;
-            fd.lp = a.w + b * a.unit_u4;
-            fd.left = (int)min((long long)a.ch, a.nunits - b);
-            fd.pend = a.W + c;
-            if (lane == 0) fd.grab = atomicAdd(d.dyn_ctr, 1);
-        } else {
-            fd.more = false;
-            /* every warp takes until it gets a chunk past the end, so the launch takes
-             * nch + (warps) in all: the last taker leaves the counter at zero */
-            if (lane == 0 && c == d.nch + (int)gridDim.x * DMV_WARPS - 1) *d.dyn_ctr = 0;
-        }
-    }
-    if (fd.left == 0) return false;
-    mv_load_p(s, fd.lp, lane, pol);
-    fd.lp += a.unit_u4;
-    fd.left--;
-    return true;
-}
-
-/* Fills the slots from `from` on; returns how many slots hold a unit. */
+/* Requests the first RING units of this warp's range [u0, u1) into the ring; lp advances. */
 template <int KIND, int PPS, bool SBF32, int RING>
-__device__ __forceinline__ int dmv_fill(MvSlot<KIND, PPS, SBF32> *ring, int from, DmvFeed &fd,
-                                        const DmvArgs &d, bool grab, int lane, uint64_t pol) {
-    int n = from;
+__device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, const uint4 *&lp, int u0,
+                                              int u1, int uw, int lane, uint64_t pol) {
 #pragma unroll
     for (int j = 0; j < RING; j++)
-        if (j >= from && dmv_feed<KIND, PPS, SBF32>(ring[j], fd, d, grab, lane, pol)) n = j + 1;
-    return n;
+        if (u0 + j < u1) {
+            mv_load_p(ring[j], lp, lane, pol);
+            lp += uw;
+        }
 }
-
-/* The compute side's position: unit u of segment seg, which ends at end; rb/sp its row block
- * and span, bp/xp its staged columns and group sums. */
-struct DmvPos {
-    int seg, u, end, rb, sp;
-    bool first; /* no row block of this segment finished yet */
-};
 
 /* One decode matrix-vector product by the whole grid (out of line: inlined twice into the chain,
  * ptxas kept values of one step alive across the other and spilled). bar == NULL: a kernel of its own (waits
@@ -311,20 +262,14 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int wg = blockIdx.x * DMV_WARPS + (threadIdx.x >> 5);
-    const long long us = a.ch ? a.us : a.nunits;
-    int u0 = 0, u1 = 0; /* this warp's static units (ints: even the head has < 2^31) */
+    int u0 = 0, u1 = 0; /* this warp's units (ints: even the head has < 2^31) */
     if (wg < a.W) {
-        u0 = (int)(us * wg / a.W);
-        u1 = (int)(us * (wg + 1) / a.W);
+        u0 = (int)(a.nunits * wg / a.W);
+        u1 = (int)(a.nunits * (wg + 1) / a.W);
     }
     const uint64_t pol = mv_policy();
     const int uw = a.unit_u4;
-    DmvFeed fd;
-    fd.lp = a.w + (size_t)u0 * uw;
-    fd.left = u1 - u0;
-    fd.pend = -1;
-    fd.grab = 0;
-    fd.more = a.ch > 0;
+    const uint4 *lp = a.w + (size_t)u0 * uw;
     if (threadIdx.x == 0) dmv_stamp(d, 0);
     gcu_tl_mark(d.tl, GCU_TL_START);
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
@@ -337,25 +282,21 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
         if (n > 0) gcu_l2_prefetch(a.w + (size_t)p0 * uw, (unsigned)(n * uw * 16));
     }
     MvSlot<KIND, PPS, SBF32> ring[RING];
-    int filled = 0;
-    if (ring_at == 0) filled = dmv_fill<KIND, PPS, SBF32, RING>(ring, 0, fd, d, false, lane, pol);
+    if (ring_at == 0) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (!bar || step == 0) gcu_pdl_wait();
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
-    if (fd.more && lane == 0) fd.grab = atomicAdd(d.dyn_ctr, 1); /* the first chunk, asked early */
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
 
     dmv_request_inputs(d, m);
     gcu_rows_wait();
-    if (ring_at == 1) filled = dmv_fill<KIND, PPS, SBF32, RING>(ring, filled, fd, d, false, lane, pol);
+    if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     dmv_stage(d, m);
-    if (ring_at == 2) filled = dmv_fill<KIND, PPS, SBF32, RING>(ring, filled, fd, d, false, lane, pol);
+    if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);
-    /* slots the static range left empty take the first chunks */
-    dmv_fill<KIND, PPS, SBF32, RING>(ring, filled, fd, d, true, lane, pol);
     const __nv_bfloat16 *sx = m.sx;
     const float *sxsum = m.xsum;
     const int cs = a.cs;
@@ -363,67 +304,38 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
     const bool bvalid = g < 2, xvalid = t == 0;
     const __nv_bfloat16 *b0 = sx + (size_t)(bvalid ? g : 0) * cs + t * 8;
-    DmvPos p;
-    p.seg = wg;
-    p.u = u0;
-    p.end = u1;
-    p.first = true;
-    bool active = true;
-    /* Moves the compute side to the segment the loads entered, or ends it. */
-    auto next_segment = [&]() {
-        if (fd.pend < 0) {
-            active = false;
-            return;
-        }
-        p.seg = fd.pend;
-        fd.pend = -1;
-        const long long b = a.us + (long long)(p.seg - a.W) * a.ch;
-        p.u = (int)b;
-        p.end = (int)min(b + a.ch, a.nunits);
-        p.first = true;
-    };
-    if (p.u == p.end) next_segment();
-    p.rb = p.u / a.nspan;
-    p.sp = p.u % a.nspan;
-    const __nv_bfloat16 *bp = b0 + p.sp * SPAN;
-    const float *xp = sxsum + p.sp * PPS;
+    int rb = u0 / a.nspan, sp = u0 % a.nspan;
+    const __nv_bfloat16 *bp = b0 + sp * SPAN;
+    const float *xp = sxsum + sp * PPS;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    bool trig = false, stamped = false;
-    while (active) {
+    bool first = true, trig = false;
+    for (int base = u0; base < u1; base += RING) {
 #pragma unroll
         for (int j = 0; j < RING; j++) {
-            if (!active) break;
+            if (base + j >= u1) break;
             MvSlot<KIND, PPS, SBF32> &s = ring[j];
             mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
-            if (!dmv_feed<KIND, PPS, SBF32>(s, fd, d, true, lane, pol) && !trig) {
+            if (base + j + RING < u1) {
+                mv_load_p(s, lp, lane, pol);
+                lp += uw;
+            } else if (!trig) {
                 if (last) gcu_pdl_trigger();
                 trig = true;
             }
             bp += SPAN;
             xp += PPS;
-            if (threadIdx.x == 0 && !stamped) dmv_stamp(d, 4); /* the first unit is in */
-            stamped = true;
-            p.u++;
-            if (++p.sp == a.nspan || p.u == p.end) {
+            if (threadIdx.x == 0 && base + j == u0) dmv_stamp(d, 4); /* the first unit is in */
+            if (++sp == a.nspan || base + j + 1 == u1) {
                 float vg[1], vh[1];
                 vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
                 vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
                 acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-                mv_finish<1>(a, p.rb, p.first, p.seg, lane, vg, vh);
-                p.first = false;
-                p.rb++;
-                p.sp = 0;
+                mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+                first = false;
+                rb++;
+                sp = 0;
                 bp = b0;
                 xp = sxsum;
-            }
-            if (p.u == p.end) {
-                next_segment();
-                if (active) {
-                    p.rb = p.u / a.nspan;
-                    p.sp = p.u % a.nspan;
-                    bp = b0 + p.sp * SPAN;
-                    xp = sxsum + p.sp * PPS;
-                }
             }
         }
     }
@@ -590,23 +502,8 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     long long blocks = gcu_sm_count();
     long long need = (a.nunits + DMV_WARPS - 1) / DMV_WARPS;
     if (blocks > need) blocks = need;
-    if (c->max_blocks > 0 && blocks > c->max_blocks) blocks = c->max_blocks;
     if (force_blocks > 0) blocks = force_blocks;
     a.W = (int)(blocks * DMV_WARPS < a.nunits ? blocks * DMV_WARPS : a.nunits);
-    /* run-time balance: the last dyn_pct % of the units in chunks; every warp keeps at least
-     * one static unit (no empty segment) and each chunk needs two merge slots in `partial` */
-    const long long P = blocks * DMV_WARPS, ch = c->dyn_ch > c->ring ? c->dyn_ch : c->ring;
-    long long nch = c->dyn_ctr && c->dyn_pct > 0 ? (a.nunits * (c->dyn_pct > 90 ? 90 : c->dyn_pct) / 100) / ch : 0;
-    if (nch > (a.nunits - P) / ch) nch = (a.nunits - P) / ch;
-    const long long slots = (long long)(c->partial_cap / (2 * 32 * sizeof(float2)));
-    if (nch > slots - P) nch = slots - P;
-    if (nch > 0) {
-        a.ch = (int)ch;
-        a.us = a.nunits - nch * ch;
-        a.W = (int)P;
-        d->nch = (int)nch;
-        d->dyn_ctr = c->dyn_ctr;
-    }
     a.epi = c->epi;
     a.out = c->out;
     a.ldo = c->out_rows;
@@ -742,9 +639,8 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     gcu_mat_pair pair = {W, W2};
     float *src = NULL, *hin = NULL, *wa = NULL, *wo = NULL, *hout = NULL, *dout = NULL;
     float2 *part = NULL;
-    int *cnt = NULL, *dyn = NULL;
+    int *cnt = NULL;
     float *first = (float *)malloc(sizeof(float) * (rows > 0 ? rows : 1));
-    const size_t part_bytes = gcu_mv_partial_bytes(gcu_sm_count(), 2);
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain,
                                 swiglu ? (void *)&pair : (void *)W, err)) ||
@@ -754,9 +650,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         (s = gcu_check(cudaMemset(hout, 0xff, sizeof(float) * K), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * rows), "alloc", err)) ||
         (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * rows), "poison", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&part, part_bytes), "alloc", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&dyn, sizeof(int)), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(dyn, 0, sizeof(int)), "memset", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 2)), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
         (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
         goto out;
@@ -784,21 +678,8 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.pf_units = 2;
         c.ring = p->ring;
         c.late_ring = p->late_ring;
-        c.dyn_pct = p->dyn_pct;
-        c.dyn_ch = p->dyn_ch;
-        c.dyn_ctr = dyn;
-        c.partial_cap = part_bytes;
-        c.max_blocks = p->max_blocks;
-        { /* a test that asks for run-time chunks must get some */
-            DmvArgs probe;
-            int pb;
-            size_t psm;
-            s = dmv_args(&c, 0, &probe, &pb, &psm, err);
-            if (s == GLIM_OK && p->dyn_pct > 0 && probe.nch == 0)
-                s = glim_fail(err, GLIM_E_ARG, "decode matvec test: run-time chunks asked for, none fit");
-        }
-        /* twice: the second run checks that the merge and chunk counters were left at zero, and
-         * that the chunks' order of taking (different each run) changes no bit */
+        /* twice: the second run checks that the merge counters were left at zero and that
+         * the order in which warps finish (different each run) changes no bit */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) {
             if ((s = gcu_dmv_launch(&c, 0, err)) == GLIM_OK) s = gcu_check(cudaDeviceSynchronize(), "decode matvec", err);
             if (s == GLIM_OK)
@@ -814,7 +695,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     }
 out:
     cudaFree(m.w), cudaFree(src), cudaFree(hin), cudaFree(wa), cudaFree(wo), cudaFree(hout);
-    cudaFree(dout), cudaFree(part), cudaFree(cnt), cudaFree(dyn);
+    cudaFree(dout), cudaFree(part), cudaFree(cnt);
     free(first);
     return s;
 }

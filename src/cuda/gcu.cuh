@@ -147,14 +147,6 @@ typedef struct gcu_dmv_call {
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
                                   the end */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
-    /* Run-time balance: the last dyn_pct % of the units are not split between warps in advance
-     * but taken by whichever warp is free, in chunks of dyn_ch units (at least `ring`), counted
-     * on dyn_ctr (one device int, zero, left zero). Needs partial_cap, the bytes of `partial`
-     * (each chunk takes two merge slots); 0 or no counter: every unit in advance. */
-    int dyn_pct, dyn_ch;
-    int *dyn_ctr;
-    size_t partial_cap;
-    int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);

@@ -34,10 +34,6 @@ struct MvArgs {
     __nv_bfloat16 *sxs;
     float *sxsum;
     int *span_cnt;
-    /* decode (decode_mv.cu): units [us, nunits) are not split between warps in advance but taken
-     * at run time in chunks of ch units (ch == 0: none, every unit is in a warp's range) */
-    long long us;
-    int ch;
 };
 
 __device__ __forceinline__ uint64_t mv_policy() {
@@ -193,33 +189,24 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
     }
 }
 
-/* Segments: the merge's unit of work. Segment w < W is warp w's range of the static units
- * [0, us): [us*w/W, us*(w+1)/W); segment W + c is chunk c of the units taken at run time,
- * [us + c*ch, us + (c+1)*ch). A segment's partial sums do not depend on which warp ran it, and
- * the merge adds them in segment order, so the result is the same bits however the chunks
- * were handed out. (The host keeps us >= W: no static segment is empty.) */
-__device__ __forceinline__ long long mv_static_units(const MvArgs &a) { return a.ch ? a.us : a.nunits; }
-__device__ __forceinline__ int mv_seg_of(const MvArgs &a, long long u) {
-    const long long us = mv_static_units(a);
-    return u < us ? (int)(((u + 1) * a.W - 1) / us) : a.W + (int)((u - us) / a.ch);
-}
-__device__ __forceinline__ long long mv_seg_start(const MvArgs &a, int seg) {
-    const long long us = mv_static_units(a);
-    return seg < a.W ? us * seg / a.W : us + (long long)(seg - a.W) * a.ch;
+/* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */
+__device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
+    return (int)(((u + 1) * W - 1) / U);
 }
 
 /* Out of line: it runs once per row block, and inlined into every unrolled slot of the
  * kernels' loops it made them too large for the instruction cache. */
 template <int NB>
-__device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int seg, int lane, float *vg,
+__device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
                           float *vh) {
+    const long long U = a.nunits;
     const int nspan = a.nspan;
-    int wf = mv_seg_of(a, (long long)rb * nspan), wl = mv_seg_of(a, (long long)(rb + 1) * nspan - 1);
+    int wf = mv_owner((long long)rb * nspan, U, a.W), wl = mv_owner((long long)(rb + 1) * nspan - 1, U, a.W);
     if (wf == wl) {
         mv_epilogue<NB>(a, rb, lane, vg, vh);
         return;
     }
-    float2 *pp = a.partial + (size_t)(seg * 2 + (first_seg ? 0 : 1)) * NB * 32;
+    float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
     __threadfence();
@@ -232,10 +219,10 @@ __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, 
     float sg[NB], sh[NB];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
-    /* Every segment after wf starts inside rb, so rb is its first row block (slot 0); wf's slot
-     * is 0 only when it starts exactly at rb. Loads in batches (one round trip per batch, not
-     * per segment), summed in segment order: deterministic. */
-    const int slot_f = mv_seg_start(a, wf) < (long long)rb * nspan ? 1 : 0;
+    /* Every warp after wf starts its range inside rb, so rb is its first segment (slot 0); wf's
+     * slot is 0 only when its range starts exactly at rb. Loads in batches (one round trip per
+     * batch, not per warp), summed in warp order: deterministic. */
+    const int slot_f = U * wf / a.W < (long long)rb * nspan ? 1 : 0;
     constexpr int BATCH = NB == 1 ? 8 : 1;
     for (int w0 = wf; w0 <= wl; w0 += BATCH) {
         float2 v[BATCH][NB];
