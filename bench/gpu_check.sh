@@ -30,7 +30,7 @@ say "build ok ($(($(date +%s) - t0)) s)"
 
 STEPS=${*:-tests sanitize bench variants profile}
 # the decode path's off-default switches at once (tests and memcheck run them too)
-OFF_DEFAULTS="GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0"
+OFF_DEFAULTS="GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -100,9 +100,14 @@ if has attenv; then
         say "bench with $v: rc=$?"
     done
 fi
-if has sass; then
-    cuobjdump --dump-sass --function '_Z5k_dmvILi0ELi2ELb0ELi3EEv7DmvArgs' build/src/cuda/decode_mv.o >"$OUT/sass.txt" 2>&1
-    say "sass: $(wc -l <"$OUT/sass.txt") lines of k_dmv<Q,2,bf16,3>"
+if has sass; then # the default decode matvec, bf16 path and integer path
+    : >"$OUT/sass.txt"
+    for fn in _Z5k_dmvILi0ELi2ELb0ELi3ELb0EEv7DmvArgs _Z5k_dmvILi0ELi2ELb0ELi3ELb1EEv7DmvArgs; do
+        cuobjdump --dump-sass --function "$fn" build/src/cuda/decode_mv.o >"$OUT/sass_one.txt" 2>&1
+        say "sass $fn: $(grep -cE '/\*[0-9a-f]{4}\*/' "$OUT/sass_one.txt") instructions, $(grep -cE 'HMMA|IMMA' "$OUT/sass_one.txt") mma"
+        cat "$OUT/sass_one.txt" >>"$OUT/sass.txt"
+    done
+    rm -f "$OUT/sass_one.txt"
 fi
 if has ncu; then
     t0=$(date +%s)

@@ -193,9 +193,12 @@ static void matvec_swiglu_softcap(void) {
  * before the wait (ring 2), once the rows are in (3) and after staging (4); all prefetch 2 units
  * past the ring into L2, which must not change a bit.
  * Tolerance as check_matvec: the 4-bit values enter as 128+q and the offset is taken back
- * through sums of the staged x, which must not cost more than the hi/lo split itself. */
+ * through sums of the staged x, which must not cost more than the hi/lo split itself. The
+ * integer path (i8, MLX 4-bit with groups up to 64) represents x to 2^-21 of each group's
+ * largest |x|, finer than hi/lo's 2^-16 for all but the group's smallest values: the same
+ * tolerance. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
-                         int epi, int centered, int ring) {
+                         int epi, int centered, int ring, int i8) {
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -221,13 +224,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
         cpu_swiglu(ref, ref, ru, (int)rows);
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
-    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2};
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2, i8};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
-             "ring %d%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)");
+             "ring %d%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)",
+             i8 && bits == 4 && group <= 64 ? ", integer path" : "");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
@@ -240,21 +244,24 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
 
 static void decode_matvec(void) {
     NEED_GPU();
+    for (int i8 = 0; i8 < 2; i8++)
     for (int ring = 2; ring <= 4; ring++) {
-        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
-        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring);
-        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring);
-        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
-        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring);
-        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
-        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring);
-        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
-        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring);
-        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring);
-        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring);
-        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring);
-        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring);
+        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, i8);
+        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring, i8);
+        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, i8);
+        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, i8);
+        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, i8);
+        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, i8);
+        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, i8);
+        check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, i8);
     }
 }
 

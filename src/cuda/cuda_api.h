@@ -31,7 +31,8 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG override the defaults). */
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8 override the
+ * defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -57,6 +58,8 @@ typedef struct gcu_options {
                       more keys per block, fewer blocks and partials */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
+    int i8;        /* decode matvec on MLX 4-bit: integer tensor cores, x as 8-bit digits
+                      (GLIM_CUDA_I8, 1) instead of bf16 hi + lo */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -111,6 +114,9 @@ typedef struct gcu_tl_row {
     char name[32];
     int count; /* launches per token */
     double step_us, start_us, release_us, run_us, spread_us;
+    /* decode matvec only (else 0): the last block's loop start (relative, as the above), and the
+     * block means of waiting for the previous kernel, the prologue, the loop to the block's end */
+    double loop_last_us, wait_us, pro_us, loop_us;
 } gcu_tl_row;
 int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,
                  glim_error *err);
@@ -145,6 +151,7 @@ typedef struct gcu_test_dmv {
     float mult, cap;
     int ring;                    /* units in flight per warp: 2, 3 or 4 */
     int late_ring;               /* when the ring is requested (gcu_dmv_call.late_ring) */
+    int i8;                      /* the integer path where the format has one (gcu_dmv_call.i8) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

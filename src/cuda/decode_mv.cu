@@ -43,6 +43,7 @@ struct DmvArgs {
                    * the prologue's rows are in, 2 after staging */
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
     unsigned long long *tl; /* timeline slot, or NULL */
+    int i8;                 /* the integer path (MLX 4-bit): dmv_stage_i8, dmv_unit_i8 */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -221,6 +222,107 @@ __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
     }
 }
 
+/* ---- the integer path (MLX 4-bit) ---------------------------------------------------------
+ * The 4-bit values enter the integer tensor cores as unsigned bytes (a mask and a shift per 8
+ * values, against two instructions per pair for bf16) and x as signed bytes: per group of the
+ * weights, x = E (d0 + d1/2^7 + d2/2^14) with E a power of two such that |x| / E <= 127, so
+ * d0 in [-127, 127] and d1, d2 in [-64, 64]. The three digits are three columns of B; each
+ * m16n8k32 sums 32 products exactly in 32 bits, and per group lane t = 0 holds the d0 and d1
+ * sums (combined as 128 D0 + D1, exact in fp32 for groups up to 64), lane t = 1 the d2 sum.
+ * A digit decomposition is exact but for the last rounding: each x within E 2^-15, i.e. 2^-21 of
+ * the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No offset on the weights, so the
+ * bias term is bias * sum(x) with the plain sum.
+ *
+ * Shared memory: digits at m.sx, [span][digit 3][t 4][i 4][8 bytes]: the 8 bytes of (i, t) are
+ * the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then {1,3,5,7} (rows 16+4t..),
+ * the order in which the low and high nibbles of the weight word land in A. (E, sum x) per
+ * group as float2 at m.isum. */
+#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
+
+__device__ __forceinline__ uint32_t dmv_pack4(const int *d) {
+    return (uint32_t)(d[0] & 255) | (uint32_t)(d[1] & 255) << 8 | (uint32_t)(d[2] & 255) << 16 |
+           (uint32_t)(d[3] & 255) << 24;
+}
+
+/* Stages the fp32 row m.row as digits. Item q (8 elements, one weight word of one lane) is a
+ * thread; the items of one group are 16 / pps consecutive lanes, which share the group's
+ * maximum and sum by shuffles. Deterministic (fixed shuffle trees). */
+__device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
+    const gcu_xfmt &f = d.f;
+    const int K = d.K, nitems = f.kx / 8, lane = threadIdx.x & 31, lp = 16 / f.pps;
+    float2 *ex = (float2 *)m.isum;
+    for (int base = (threadIdx.x >> 5) * 32; base < nitems; base += DMV_THREADS) {
+        const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
+        float v[8];
+        int ow = 0;
+        if (q < nitems) dmv_load_n(m.row, dmv_item(f, q, &ow), 8, K, v);
+        else
+            for (int k = 0; k < 8; k++) v[k] = 0.0f;
+        float mx = 0.0f, sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) mx = fmaxf(mx, fabsf(v[k])), sum += v[k];
+        for (int o = 1; o < lp; o <<= 1) {
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        }
+        /* E = 2^e with max / E <= 127 (e >= -100: smaller groups are zero to fp32 anyway);
+         * a NaN or infinite x makes E NaN, so that the products say so */
+        int e = 0;
+        frexpf(mx * (1.0f / 127.0f), &e);
+        e = max(e, -100);
+        const float E = isfinite(mx) ? ldexpf(1.0f, e) : __int_as_float(0x7fc00000), inv = ldexpf(1.0f, -e);
+        int dg[3][8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float y = v[k] * inv, r;
+            const float d0 = rintf(y);
+            r = (y - d0) * 128.0f;
+            const float d1 = rintf(r);
+            r = (r - d1) * 128.0f;
+            dg[0][k] = (int)d0, dg[1][k] = (int)d1, dg[2][k] = (int)rintf(r);
+        }
+        if (q < nitems) {
+            const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
+            uint2 *dst = (uint2 *)((unsigned char *)m.sx + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
+#pragma unroll
+            for (int c = 0; c < 3; c++) {
+                const int ev[4] = {dg[c][0], dg[c][2], dg[c][4], dg[c][6]}, od[4] = {dg[c][1], dg[c][3], dg[c][5], dg[c][7]};
+                dst[c * 16] = make_uint2(dmv_pack4(ev), dmv_pack4(od));
+            }
+            if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
+        }
+    }
+}
+
+/* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
+ * dp: the lane's 32 bytes of digits for the span (column g < 3; others zero), ep: the span's
+ * (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
+ * t = 1, 0 else). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
+                                            const float2 *ep, float cw, bool xvalid, float *acc) {
+    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[1] : z;
+    const uint32_t M = 0x0F0F0F0Fu;
+#pragma unroll
+    for (int pc = 0; pc < PPS; pc++) {
+        int dd[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int ii = 0; ii < 4 / PPS; ii++) {
+            const int i = pc * (4 / PPS) + ii;
+            const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
+            const uint4 &b = i < 2 ? b01 : b23;
+            const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
+            gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
+        }
+        float sg, bg, sh, bh;
+        mv_scales(s, pc, &sg, &bg, &sh, &bh);
+        const float2 e = ep[pc];
+        const float ec = e.x * cw, X = xvalid ? e.y : 0.0f;
+        acc[0] = fmaf(sg * ec, (float)(dd[0] * 128 + dd[1]), fmaf(bg, X, acc[0]));
+        acc[1] = fmaf(sh * ec, (float)(dd[2] * 128 + dd[3]), fmaf(bh, X, acc[1]));
+    }
+}
+
 /* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
  * flight against the memory latency; the bench compares 2, 3 and 4. */
 /* Grid barrier of the chained kernel: every block arrives (counter += 1) and waits until the
@@ -255,7 +357,7 @@ __device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, co
  * for the previous kernel with griddepcontrol.wait). Otherwise step `step` of a chain: its first
  * weights are requested, then the grid barrier closes the previous step. `last`: let the next
  * kernel launch when the weights of this step have all been requested. */
-template <int KIND, int PPS, bool SBF32, int RING>
+template <int KIND, int PPS, bool SBF32, int RING, bool I8>
 __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, double *scratch,
                                       unsigned *bar, int step, bool last) {
     const MvArgs &a = d.mv;
@@ -271,7 +373,9 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const int uw = a.unit_u4;
     const uint4 *lp = a.w + (size_t)u0 * uw;
     if (threadIdx.x == 0) dmv_stamp(d, 0);
+    __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, loop start */
     gcu_tl_mark(d.tl, GCU_TL_START);
+    if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
     const int ring_at = d.ring_at;
@@ -287,16 +391,19 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
+    if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
 
     dmv_request_inputs(d, m);
     gcu_rows_wait();
     if (ring_at == 1) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
-    dmv_stage(d, m);
+    if (I8) dmv_stage_i8(d, m);
+    else dmv_stage(d, m);
     if (ring_at == 2) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
     __syncthreads();
     if (threadIdx.x == 0) dmv_stamp(d, 3);
+    if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
     const __nv_bfloat16 *sx = m.sx;
     const float *sxsum = m.xsum;
     const int cs = a.cs;
@@ -307,6 +414,12 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     int rb = u0 / a.nspan, sp = u0 % a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = sxsum + sp * PPS;
+    /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
+    const bool dvalid = g < 3;
+    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
+    const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true, trig = false;
     for (int base = u0; base < u1; base += RING) {
@@ -314,7 +427,8 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
         for (int j = 0; j < RING; j++) {
             if (base + j >= u1) break;
             MvSlot<KIND, PPS, SBF32> &s = ring[j];
-            mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(s, dp, dvalid, ep, cw, xvalid, acc);
+            else mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (base + j + RING < u1) {
                 mv_load_p(s, lp, lane, pol);
                 lp += uw;
@@ -322,20 +436,31 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
                 if (last) gcu_pdl_trigger();
                 trig = true;
             }
-            bp += SPAN;
-            xp += PPS;
+            if constexpr (I8) {
+                dp += DMV_I8_SPAN_U4;
+                ep += PPS;
+            } else {
+                bp += SPAN;
+                xp += PPS;
+            }
             if (threadIdx.x == 0 && base + j == u0) dmv_stamp(d, 4); /* the first unit is in */
             if (++sp == a.nspan || base + j + 1 == u1) {
                 float vg[1], vh[1];
                 vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
                 vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
                 acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+                if constexpr (I8) { /* lane t = 1's d2 sums into lane t = 0 */
+                    vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
+                    vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
+                }
                 mv_finish<1>(a, rb, first, wg, lane, vg, vh);
                 first = false;
                 rb++;
                 sp = 0;
                 bp = b0;
                 xp = sxsum;
+                dp = d0;
+                ep = e0;
             }
         }
     }
@@ -351,13 +476,14 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
         }
     }
     gcu_tl_block_end(d.tl);
+    gcu_tl_phases(d.tl, tl_t);
 }
 
-template <int KIND, int PPS, bool SBF32, int RING>
+template <int KIND, int PPS, bool SBF32, int RING, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
-    dmv_body<KIND, PPS, SBF32, RING>(d, dmv_smem, scratch, NULL, 0, true);
+    dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch, NULL, 0, true);
 }
 
 /* Up to DMV_CHAIN products in one launch, a grid barrier between them: a layer's o_proj,
@@ -383,7 +509,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         for (int k = threadIdx.x; k < (int)(sizeof(DmvArgs) / 4); k += DMV_THREADS)
             ((int *)&sargs)[k] = ((const int *)&c.step[i])[k];
         __syncthreads();
-        dmv_body<KIND, PPS, SBF32, RING>(sargs, dmv_smem, scratch, c.bar, i, i == c.n - 1);
+        dmv_body<KIND, PPS, SBF32, RING, false>(sargs, dmv_smem, scratch, c.bar, i, i == c.n - 1);
     }
     if (threadIdx.x == 0 && atomicAdd(c.bar + 1, 1u) == gridDim.x - 1) {
         c.bar[0] = 0; /* every block is past every barrier */
@@ -407,16 +533,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(const __grid_const
 
 /* ---- host side --------------------------------------------------------------------------- */
 
-template <int RING>
+template <int RING, bool I8>
 static const void *dmv_pick_r(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv<GCU_KIND_DENSE, 1, false, RING>;
+    if (kind == GCU_KIND_DENSE) return I8 ? NULL : (const void *)k_dmv<GCU_KIND_DENSE, 1, false, RING, false>;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv<GCU_KIND_Q, 1, false, RING>;
-    case 3: return (const void *)k_dmv<GCU_KIND_Q, 1, true, RING>;
-    case 4: return (const void *)k_dmv<GCU_KIND_Q, 2, false, RING>;
-    case 5: return (const void *)k_dmv<GCU_KIND_Q, 2, true, RING>;
-    case 8: return (const void *)k_dmv<GCU_KIND_Q, 4, false, RING>;
-    case 9: return (const void *)k_dmv<GCU_KIND_Q, 4, true, RING>;
+    case 2: return (const void *)k_dmv<GCU_KIND_Q, 1, false, RING, I8>;
+    case 3: return (const void *)k_dmv<GCU_KIND_Q, 1, true, RING, I8>;
+    case 4: return (const void *)k_dmv<GCU_KIND_Q, 2, false, RING, I8>;
+    case 5: return (const void *)k_dmv<GCU_KIND_Q, 2, true, RING, I8>;
+    case 8: return (const void *)k_dmv<GCU_KIND_Q, 4, false, RING, I8>;
+    case 9: return (const void *)k_dmv<GCU_KIND_Q, 4, true, RING, I8>;
     }
     return NULL;
 }
@@ -437,9 +563,18 @@ static const void *dmv_chain_pick(int kind, int pps, int sbf32, int ring) {
     return ring <= 2 ? dmv_chain_pick_r<2>(kind, pps, sbf32)
                      : ring == 3 ? dmv_chain_pick_r<3>(kind, pps, sbf32) : dmv_chain_pick_r<4>(kind, pps, sbf32);
 }
-static const void *dmv_pick(int kind, int pps, int sbf32, int ring) {
-    return ring <= 2 ? dmv_pick_r<2>(kind, pps, sbf32)
-                     : ring == 3 ? dmv_pick_r<3>(kind, pps, sbf32) : dmv_pick_r<4>(kind, pps, sbf32);
+/* i8: the integer path (only MLX 4-bit has one). */
+static const void *dmv_pick(int kind, int pps, int sbf32, int ring, int i8 = 0) {
+    if (i8)
+        return ring <= 2 ? dmv_pick_r<2, true>(kind, pps, sbf32)
+                         : ring == 3 ? dmv_pick_r<3, true>(kind, pps, sbf32) : dmv_pick_r<4, true>(kind, pps, sbf32);
+    return ring <= 2 ? dmv_pick_r<2, false>(kind, pps, sbf32)
+                     : ring == 3 ? dmv_pick_r<3, false>(kind, pps, sbf32) : dmv_pick_r<4, false>(kind, pps, sbf32);
+}
+/* Whether a call takes the integer path: asked for, MLX 4-bit, and groups of at most 64 (the
+ * d0/d1 sums combined as 128 D0 + D1 stay exact in fp32 up to 64). */
+static int dmv_i8(const gcu_dmv_call *c) {
+    return c->i8 && c->m->f.kind == GCU_KIND_Q && c->m->f.bits == 4 && c->m->f.gn <= 64;
 }
 
 static int dmv_cs(const gcu_xfmt *f) { return ((f->kx * 2 + 127) / 128 * 128 + 64) / 2; }
@@ -464,9 +599,11 @@ static glim_status dmv_init(glim_error *err) {
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 6; f++) {
-                const void *fns[2] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
-                                      dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1))};
-                for (int i = 0; i < 2; i++) {
+                const void *fns[3] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                                      dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                                      dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1)};
+                for (int i = 0; i < 3; i++) {
+                    if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          DMV_SMEM_MAX);
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -529,6 +666,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->ring_at = c->late_ring < 0 || c->late_ring > 2 ? 0 : c->late_ring;
     d->stamps = c->stamps;
     d->tl = c->tl;
+    d->i8 = dmv_i8(c);
     *blocks_out = (int)blocks;
     *smem_out = smem;
     return GLIM_OK;
@@ -541,7 +679,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     size_t smem;
     if (s == GLIM_OK) s = dmv_args(c, 0, &d, &blocks, &smem, err);
     if (s != GLIM_OK) return s;
-    const void *fn = dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring);
+    const void *fn = dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);
@@ -678,6 +816,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.pf_units = 2;
         c.ring = p->ring;
         c.late_ring = p->late_ring;
+        c.i8 = p->i8;
         /* twice: the second run checks that the merge counters were left at zero and that
          * the order in which warps finish (different each run) changes no bit */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) {

@@ -46,6 +46,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
+    o.i8 = env_int("GLIM_CUDA_I8", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 4) o.dmv_ring = 3;
     return o;
 }
@@ -740,6 +741,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.pdl = pdl_on(s);
     c.ring = g->opt.dmv_ring;
     c.late_ring = g->opt.late_ring;
+    c.i8 = g->opt.i8;
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);

@@ -147,6 +147,8 @@ typedef struct gcu_dmv_call {
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
                                   the end */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
+    int i8;                    /* MLX 4-bit: integer tensor cores, x as three signed 8-bit
+                                  digits per group (decode_mv.cu); ignored for other formats */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
@@ -248,13 +250,23 @@ __device__ __forceinline__ void gcu_pdl_trigger() {
 }
 /* Timeline (bench --timeline): a kernel's slot is GCU_TL_FIELDS words at tl[i * GCU_TL_FIELDS];
  * block thread 0 folds %globaltimer in with atomicMin/Max. Fields: the first block's start, the
- * first block past the PDL wait, the first block's end, the last block's end. */
-enum { GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_FIELDS = 4 };
-__device__ __forceinline__ void gcu_tl_mark(unsigned long long *tl, int field) {
-    if (!tl || threadIdx.x != 0) return;
+ * first block past the PDL wait, the first block's end, the last block's end; for the decode
+ * matvec also the last block's loop start and, summed over blocks, the time each spent waiting
+ * (start to past the wait), in its prologue (past the wait to its loop), in its loop (to its
+ * end), and the number of blocks. */
+enum {
+    GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_LOOP_LAST = 4,
+    GCU_TL_WAIT_SUM = 5, GCU_TL_PRO_SUM = 6, GCU_TL_LOOP_SUM = 7, GCU_TL_NBLK = 8, GCU_TL_FIELDS = 9
+};
+__device__ __forceinline__ unsigned long long gcu_tl_now() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (field == GCU_TL_END) atomicMax(tl + field, t);
+    return t;
+}
+__device__ __forceinline__ void gcu_tl_mark(unsigned long long *tl, int field) {
+    if (!tl || threadIdx.x != 0) return;
+    const unsigned long long t = gcu_tl_now();
+    if (field == GCU_TL_END || field == GCU_TL_LOOP_LAST) atomicMax(tl + field, t);
     else atomicMin(tl + field, t);
 }
 /* The end of a block (every thread calls it, after the block's last work). */
@@ -263,6 +275,16 @@ __device__ __forceinline__ void gcu_tl_block_end(unsigned long long *tl) {
     __syncthreads();
     gcu_tl_mark(tl, GCU_TL_FIRST_END);
     gcu_tl_mark(tl, GCU_TL_END);
+}
+/* A block's phases (thread 0; t: its start, past the wait, loop start; now is its end). */
+__device__ __forceinline__ void gcu_tl_phases(unsigned long long *tl, const unsigned long long *t) {
+    if (!tl || threadIdx.x != 0) return;
+    const unsigned long long now = gcu_tl_now();
+    atomicMax(tl + GCU_TL_LOOP_LAST, t[2]);
+    atomicAdd(tl + GCU_TL_WAIT_SUM, t[1] - t[0]);
+    atomicAdd(tl + GCU_TL_PRO_SUM, t[2] - t[1]);
+    atomicAdd(tl + GCU_TL_LOOP_SUM, now - t[2]);
+    atomicAdd(tl + GCU_TL_NBLK, 1ull);
 }
 /* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
 __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
@@ -293,6 +315,16 @@ __host__ __device__ __forceinline__ void gcu_split(float x, uint32_t *hi, uint32
 }
 
 /* d += A(16x16 bf16, row) * B(16x8 bf16, col), fp32 accumulate. */
+/* d += A B on the integer tensor cores: A 16x32 unsigned bytes, B 32x8 signed bytes, exact
+ * 32-bit sums (lane roles as the bf16 mma, with 4 bytes per register along k). */
+__device__ __forceinline__ void gcu_imma(int d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 __device__ __forceinline__ void gcu_mma(float d[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                         uint32_t a3, uint32_t b0, uint32_t b1) {
     asm volatile(

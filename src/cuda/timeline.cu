@@ -4,8 +4,10 @@
  * the PDL wait, first and last block end: gcu_tl_mark). The per-kernel "step" (its last block's
  * end minus the previous kernel's) adds up to the token's time, so it says which kernel the
  * critical path spends its time in; "release" (past the wait minus the previous kernel's end) is
- * the price of a kernel boundary. The in-kernel phase stamps of --profile time kernels alone;
- * this times them in place, with PDL overlap. */
+ * the price of a kernel boundary. For the decode matvec it adds the block means of waiting,
+ * prologue (rows, norms, staging) and loop, and when the last block started its loop. The
+ * in-kernel phase stamps of --profile time kernels alone; this times them in place, with PDL
+ * overlap. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,10 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
         glim_fail(err, GLIM_E_NOMEM, "timeline: out of host memory");
         goto out;
     }
-    for (size_t i = 0; i < words; i++) init[i] = i % GCU_TL_FIELDS == GCU_TL_END ? 0 : ~0ull;
+    for (size_t i = 0; i < words; i++) { /* minima start high, maxima and sums at zero */
+        const int f = (int)(i % GCU_TL_FIELDS);
+        init[i] = f == GCU_TL_START || f == GCU_TL_RELEASE || f == GCU_TL_FIRST_END ? ~0ull : 0;
+    }
     st = gcu_check(cudaMalloc((void **)&s->tl, words * sizeof *host), "timeline buffer", err);
     if (st != GLIM_OK) goto out;
     s->tl_n = 0;
@@ -41,7 +46,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
     s->tl_kind = NULL;
     if (st != GLIM_OK) goto out;
     {
-        double sum[GCU_TLK_N][5];
+        double sum[GCU_TLK_N][9];
         int cnt[GCU_TLK_N];
         memset(sum, 0, sizeof sum);
         memset(cnt, 0, sizeof cnt);
@@ -72,6 +77,13 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                     a[2] += (double)t[GCU_TL_RELEASE] - pe;
                     a[3] += (double)t[GCU_TL_END] - (double)t[GCU_TL_RELEASE];
                     a[4] += (double)t[GCU_TL_END] - (double)t[GCU_TL_FIRST_END];
+                    if (t[GCU_TL_NBLK]) { /* the decode matvec's phases, block means */
+                        const double nb = (double)t[GCU_TL_NBLK];
+                        a[5] += (double)t[GCU_TL_LOOP_LAST] - pe;
+                        a[6] += (double)t[GCU_TL_WAIT_SUM] / nb;
+                        a[7] += (double)t[GCU_TL_PRO_SUM] / nb;
+                        a[8] += (double)t[GCU_TL_LOOP_SUM] / nb;
+                    }
                     cnt[kind[i]]++;
                 }
                 prev = i;
@@ -92,6 +104,10 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                 w->release_us = sum[k][2] / cnt[k] / 1e3;
                 w->run_us = sum[k][3] / cnt[k] / 1e3;
                 w->spread_us = sum[k][4] / cnt[k] / 1e3;
+                w->loop_last_us = sum[k][5] / cnt[k] / 1e3;
+                w->wait_us = sum[k][6] / cnt[k] / 1e3;
+                w->pro_us = sum[k][7] / cnt[k] / 1e3;
+                w->loop_us = sum[k][8] / cnt[k] / 1e3;
             }
         }
     }
