@@ -198,7 +198,8 @@ static void matvec_swiglu_softcap(void) {
  * largest |x|, finer than hi/lo's 2^-16 for all but the group's smallest values: the same
  * tolerance. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
-                         int epi, int centered, int ring, int i8) {
+                         int epi, int centered, int ring, int mode) {
+    const int i8 = mode >= 1, dyn = mode >= 2, max_blocks = mode == 3 ? 3 : 0;
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -224,14 +225,15 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
         cpu_swiglu(ref, ref, ru, (int)rows);
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
-    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring - 2, i8};
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring <= 4 ? ring - 2 : 0, i8, dyn,
+                      max_blocks};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, ring == 2 ? "" : ring == 3 ? " (requested after the rows)" : " (after staging)",
-             i8 && bits == 4 && group <= 64 ? ", integer path" : "");
+             epi, centered ? "centred" : "plain", ring, ring == 3 ? " (requested after the rows)" : ring == 4 ? " (after staging)" : "",
+             !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
@@ -244,24 +246,27 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
 
 static void decode_matvec(void) {
     NEED_GPU();
-    for (int i8 = 0; i8 < 2; i8++)
-    for (int ring = 2; ring <= 4; ring++) {
-        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, i8);
-        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring, i8);
-        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, i8);
-        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, i8);
-        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, i8);
-        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, i8);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, i8);
-        check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, i8);
+    /* modes: 0 bf16 hi/lo; 1 integer path, static shares; 2 integer path, chunks taken at run
+     * time; 3 the same on 3 blocks (many chunks each) */
+    for (int mode = 0; mode < 4; mode++)
+    for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
+        check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
+        check_decode(19, 384, 4, 128, GLIM_DT_F16, 2, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(33, 160, 8, 32, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(21, 128, 8, 64, GLIM_DT_F32, 2, GCU_EPI_STORE, 0, ring, mode);
+        check_decode(29, 75, 0, 0, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(130, 2050, 0, 0, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
+        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(4099, 640, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
+        check_decode(45, 192, 8, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
+        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, mode);
+        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, mode);
+        check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
+        check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode); /* 2 pieces */
     }
 }
 

@@ -31,8 +31,8 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8 override the
- * defaults). */
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN
+ * override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -43,7 +43,8 @@ typedef struct gcu_options {
     int fuse_act;  /* decode: gate/up matvec stages its SwiGLU output itself (GLIM_CUDA_FUSE, 0) */
     int fast;      /* decode through decode_mv.cu (norms inside the matvecs, 5 kernels per layer;
                       GLIM_CUDA_FAST, default 1) instead of stage kernels + the generic matvec */
-    int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4 (GLIM_CUDA_DMV_RING, 3) */
+    int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4, 2..6 on the integer
+                      path (GLIM_CUDA_DMV_RING, 3) */
     int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one cooperative launch
                       with grid barriers (GLIM_CUDA_CHAIN, default 0) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
@@ -60,6 +61,8 @@ typedef struct gcu_options {
                       (GLIM_CUDA_ATT_TRIG, 1) */
     int i8;        /* decode matvec on MLX 4-bit: integer tensor cores, x as 8-bit digits
                       (GLIM_CUDA_I8, 1) instead of bf16 hi + lo */
+    int dyn;       /* with i8: blocks take row-block chunks from a counter, so faster SMs do more
+                      (GLIM_CUDA_DYN, 1) instead of equal static shares */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -152,6 +155,8 @@ typedef struct gcu_test_dmv {
     int ring;                    /* units in flight per warp: 2, 3 or 4 */
     int late_ring;               /* when the ring is requested (gcu_dmv_call.late_ring) */
     int i8;                      /* the integer path where the format has one (gcu_dmv_call.i8) */
+    int dyn;                     /* with i8: chunks taken at run time (gcu_dmv_call.dyn) */
+    int max_blocks;              /* at most this many blocks (0: one per SM) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

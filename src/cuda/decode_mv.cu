@@ -44,6 +44,10 @@ struct DmvArgs {
     long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
     unsigned long long *tl; /* timeline slot, or NULL */
     int i8;                 /* the integer path (MLX 4-bit): dmv_stage_i8, dmv_unit_i8 */
+    /* k_dmv_dyn: row blocks (cut in kparts pieces along the input) are chunks that blocks take
+     * at run time; dyn_ctr: [claims, blocks done], zero between launches */
+    int kparts, nchunks;
+    int *dyn_ctr;
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -239,9 +243,9 @@ __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
  * group as float2 at m.isum. */
 #define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
 
-__device__ __forceinline__ uint32_t dmv_pack4(const int *d) {
-    return (uint32_t)(d[0] & 255) | (uint32_t)(d[1] & 255) << 8 | (uint32_t)(d[2] & 255) << 16 |
-           (uint32_t)(d[3] & 255) << 24;
+/* The low bytes of four ints as one word (two byte permutes and a third to join them). */
+__device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
+    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
 /* Stages the fp32 row m.row as digits. Item q (8 elements, one weight word of one lane) is a
@@ -265,30 +269,28 @@ __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
             sum += __shfl_xor_sync(0xffffffffu, sum, o);
         }
-        /* E = 2^e with max / E <= 127 (e >= -100: smaller groups are zero to fp32 anyway);
-         * a NaN or infinite x makes E NaN, so that the products say so */
-        int e = 0;
-        frexpf(mx * (1.0f / 127.0f), &e);
-        e = max(e, -100);
-        const float E = isfinite(mx) ? ldexpf(1.0f, e) : __int_as_float(0x7fc00000), inv = ldexpf(1.0f, -e);
+        /* E = 2^e >= max / 127 from the exponent bits (E at least 2^-100: smaller groups are
+         * zero to fp32 anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the
+         * products say so. Digits by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. */
+        const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
+        const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
+        const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f;
         int dg[3][8];
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            float y = v[k] * inv, r;
-            const float d0 = rintf(y);
-            r = (y - d0) * 128.0f;
-            const float d1 = rintf(r);
-            r = (r - d1) * 128.0f;
-            dg[0][k] = (int)d0, dg[1][k] = (int)d1, dg[2][k] = (int)rintf(r);
+            const float y = v[k] * inv, t0 = y + R, r0 = (y - (t0 - R)) * 128.0f, t1 = r0 + R;
+            const float r1 = (r0 - (t1 - R)) * 128.0f, t2 = r1 + R;
+            dg[0][k] = __float_as_int(t0) - 0x4B400000;
+            dg[1][k] = __float_as_int(t1) - 0x4B400000;
+            dg[2][k] = __float_as_int(t2) - 0x4B400000;
         }
         if (q < nitems) {
             const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
             uint2 *dst = (uint2 *)((unsigned char *)m.sx + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
 #pragma unroll
-            for (int c = 0; c < 3; c++) {
-                const int ev[4] = {dg[c][0], dg[c][2], dg[c][4], dg[c][6]}, od[4] = {dg[c][1], dg[c][3], dg[c][5], dg[c][7]};
-                dst[c * 16] = make_uint2(dmv_pack4(ev), dmv_pack4(od));
-            }
+            for (int c = 0; c < 3; c++)
+                dst[c * 16] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
+                                         dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
             if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
         }
     }
@@ -486,6 +488,198 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
     dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch, NULL, 0, true);
 }
 
+/* ---- run-time balance: blocks take chunks ----------------------------------------------------
+ * The SMs do not stream at one speed (bench/sm_speed.cu: a quarter of them 15 % faster, and in
+ * place the spread of block ends is a third of gate/up's time), so equal static shares leave
+ * most SMs idle while the slowest finish. Here the work is chunks: a row block, or a piece of
+ * one along the input (kparts pieces of ~52 units); block b starts with chunk b and takes the
+ * next ones from a counter. The 16 warps of a block split each chunk's units in fixed shares,
+ * write their sums to shared memory, and after a block barrier one warp (in turn) adds the 16
+ * in warp order: the bits do not depend on which block ran a chunk. Pieces of one row block are
+ * merged through global memory by their last finisher, in piece order. No fence on the weight
+ * stream: a warp's loads for the next chunks are in flight across the barrier.
+ *
+ * The chunk ids a block will run are in shared memory (cl, by local index k): warp 0 asks for
+ * chunk k + DMV_AHEAD as chunk k starts and writes the answer before chunk k's barrier, so a
+ * warp with a share of 1 unit and a ring of 4 still knows the chunks its loads reach. Asking
+ * begins after the PDL wait: the counter is reset by the previous launch's last block. */
+#define DMV_AHEAD 5
+#define DMV_CL 8
+
+template <int PPS, bool SBF32, int RING>
+__device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, double *scratch) {
+    const MvArgs &a = d.mv;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = threadIdx.x >> 5;
+    const int kp = d.kparts, n = a.nspan / kp, nch = d.nchunks;
+    const int off = n * w / DMV_WARPS, S = n * (w + 1) / DMV_WARPS - off; /* this warp's share */
+    __shared__ int cl[DMV_CL];
+    __shared__ float2 ps[2][DMV_WARPS][32];
+    __shared__ unsigned long long tl_t[3];
+    const uint64_t pol = mv_policy();
+    const int uw = a.unit_u4;
+    auto first_unit = [&](int c) { return (long long)(c / kp) * a.nspan + (c % kp) * n + off; };
+    auto claim = [&]() { /* warp 0, lane 0 */
+        const int v = atomicAdd(d.dyn_ctr, 1);
+        return (int)gridDim.x + v < nch ? (int)gridDim.x + v : -1;
+    };
+    if (threadIdx.x == 0) dmv_stamp(d, 0);
+    gcu_tl_mark(d.tl, GCU_TL_START);
+    if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
+    const DmvSmem m = dmv_smem_at(d, dmv_smem);
+    dmv_request_gains(d, m);
+
+    /* the load side: chunk lk (local index) of id lc, unit li of the share, at lp */
+    int lk = 0, lc = blockIdx.x, li = 0;
+    const uint4 *lp = a.w + first_unit(lc) * uw;
+    auto feed = [&](MvSlot<GCU_KIND_Q, PPS, SBF32> &slot) {
+        if (S == 0 || lc < 0) return false;
+        if (li == S) {
+            lc = cl[++lk & (DMV_CL - 1)];
+            li = 0;
+            if (lc < 0) return false;
+            lp = a.w + first_unit(lc) * uw;
+        }
+        mv_load_p(slot, lp, lane, pol);
+        lp += uw;
+        li++;
+        return true;
+    };
+    MvSlot<GCU_KIND_Q, PPS, SBF32> ring[RING];
+    int filled = 0; /* before the wait: chunk 0 only (no ids yet) */
+#pragma unroll
+    for (int j = 0; j < RING; j++)
+        if (j < S) {
+            mv_load_p(ring[j], lp, lane, pol);
+            lp += uw;
+            li++;
+            filled = j + 1;
+        }
+    gcu_pdl_wait();
+    if (threadIdx.x == 0) dmv_stamp(d, 1);
+    gcu_tl_mark(d.tl, GCU_TL_RELEASE);
+    if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
+    bool claiming = true; /* warp 0 lane 0: no chunk past the end yet */
+    if (threadIdx.x == 0) { /* the first ids at once (one round trip; one thread's answers rise) */
+        int c[DMV_AHEAD];
+        for (int k = 1; k < DMV_AHEAD; k++) c[k] = claim();
+        cl[0] = blockIdx.x;
+        for (int k = 1; k < DMV_AHEAD; k++) cl[k] = c[k];
+        claiming = c[DMV_AHEAD - 1] >= 0;
+    }
+    dmv_request_inputs(d, m);
+    gcu_rows_wait();
+    if (d.pro != GCU_PRO_RAW) dmv_prepare_row(d, m, scratch);
+    if (threadIdx.x == 0) dmv_stamp(d, 2);
+    dmv_stage_i8(d, m);
+    __syncthreads(); /* the staged row and cl[0..AHEAD-1] */
+    if (threadIdx.x == 0) dmv_stamp(d, 3);
+    if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
+#pragma unroll
+    for (int j = 0; j < RING; j++)
+        if (j >= filled) feed(ring[j]);
+
+    const bool dvalid = g < 3, xvalid = t == 0;
+    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const float2 *e0 = (const float2 *)m.isum;
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    /* the compute side: chunk ck of id cc, unit ci of the share */
+    int ck = 0, cc = blockIdx.x, ci = 0, pend = -1;
+    int sp = (cc % kp) * n + off;
+    const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
+    const float2 *ep = e0 + sp * PPS;
+    float acc[2] = {0.0f, 0.0f};
+    bool trig = false;
+    if (threadIdx.x == 0 && claiming) pend = claim(); /* chunk AHEAD, written at chunk 0's end */
+    while (cc >= 0) {
+#pragma unroll
+        for (int j = 0; j < RING; j++) {
+            if (cc < 0) break;
+            if (ci < S) {
+                dmv_unit_i8<PPS, SBF32>(ring[j], dp, dvalid, ep, cw, xvalid, acc);
+                if (!feed(ring[j]) && !trig) {
+                    gcu_pdl_trigger();
+                    trig = true;
+                }
+                dp += DMV_I8_SPAN_U4;
+                ep += PPS;
+                ci++;
+            }
+            if (ci < S) continue;
+            /* the chunk's end: this warp's sums to shared memory, the next id, the barrier */
+            float vg = acc[0] + __shfl_down_sync(0xffffffffu, acc[0], 1);
+            float vh = acc[1] + __shfl_down_sync(0xffffffffu, acc[1], 1);
+            acc[0] = acc[1] = 0.0f;
+            ps[ck & 1][w][lane] = make_float2(vg, vh);
+            if (threadIdx.x == 0) {
+                cl[(ck + DMV_AHEAD) & (DMV_CL - 1)] = claiming ? pend : -1;
+                claiming = claiming && pend >= 0;
+            }
+            __syncthreads();
+            if (w == (ck & (DMV_WARPS - 1))) { /* this warp adds the chunk up */
+                float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+                for (int w2 = 0; w2 < DMV_WARPS; w2++) {
+                    const float2 v = ps[ck & 1][w2][lane];
+                    sum.x += v.x, sum.y += v.y;
+                }
+                const int rb = cc / kp;
+                if (kp == 1) {
+                    mv_epilogue<1>(a, rb, lane, &sum.x, &sum.y);
+                } else { /* pieces of a row block: the last one adds them in order */
+                    a.partial[((size_t)rb * kp + cc % kp) * 32 + lane] = sum;
+                    __threadfence();
+                    __syncwarp();
+                    int old = 0;
+                    if (lane == 0) old = atomicAdd(&a.counters[rb], 1);
+                    old = __shfl_sync(0xffffffffu, old, 0);
+                    if (old == kp - 1) {
+                        __threadfence();
+                        sum = make_float2(0.0f, 0.0f);
+                        for (int p = 0; p < kp; p++) {
+                            const float2 v = __ldcg(a.partial + ((size_t)rb * kp + p) * 32 + lane);
+                            sum.x += v.x, sum.y += v.y;
+                        }
+                        mv_epilogue<1>(a, rb, lane, &sum.x, &sum.y);
+                        if (lane == 0) a.counters[rb] = 0;
+                    }
+                }
+            }
+            ck++;
+            cc = cl[ck & (DMV_CL - 1)];
+            ci = 0;
+            if (threadIdx.x == 0 && claiming) pend = claim();
+            if (cc >= 0) {
+                sp = (cc % kp) * n + off;
+                dp = d0 + sp * DMV_I8_SPAN_U4;
+                ep = e0 + sp * PPS;
+            }
+        }
+    }
+    if (!trig) gcu_pdl_trigger();
+    /* every claim of this block has been answered: the last block out resets the counter */
+    if (threadIdx.x == 0 && atomicAdd(d.dyn_ctr + 1, 1) == (int)gridDim.x - 1) {
+        d.dyn_ctr[0] = 0;
+        d.dyn_ctr[1] = 0;
+    }
+    if (d.stamps) {
+        if (threadIdx.x == 0) dmv_stamp(d, 5);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dmv_stamp(d, 6);
+            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
+        }
+    }
+    gcu_tl_block_end(d.tl);
+    gcu_tl_phases(d.tl, tl_t);
+}
+
+template <int PPS, bool SBF32, int RING>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_dyn(const __grid_constant__ DmvArgs d) {
+    extern __shared__ uint4 dmv_smem[];
+    __shared__ double scratch[DMV_WARPS];
+    dmv_body_dyn<PPS, SBF32, RING>(d, dmv_smem, scratch);
+}
+
 /* Up to DMV_CHAIN products in one launch, a grid barrier between them: a layer's o_proj,
  * gate/up, down and the next layer's qkvg (or the head) without three kernel boundaries; each
  * step's first weights are in flight before its barrier. The barrier counter is left at zero
@@ -565,11 +759,33 @@ static const void *dmv_chain_pick(int kind, int pps, int sbf32, int ring) {
 }
 /* i8: the integer path (only MLX 4-bit has one). */
 static const void *dmv_pick(int kind, int pps, int sbf32, int ring, int i8 = 0) {
-    if (i8)
-        return ring <= 2 ? dmv_pick_r<2, true>(kind, pps, sbf32)
-                         : ring == 3 ? dmv_pick_r<3, true>(kind, pps, sbf32) : dmv_pick_r<4, true>(kind, pps, sbf32);
+    if (i8) /* fewer registers per unit in flight: rings up to 6 */
+        switch (ring) {
+        case 2: return dmv_pick_r<2, true>(kind, pps, sbf32);
+        case 3: return dmv_pick_r<3, true>(kind, pps, sbf32);
+        case 4: return dmv_pick_r<4, true>(kind, pps, sbf32);
+        case 5: return dmv_pick_r<5, true>(kind, pps, sbf32);
+        default: return dmv_pick_r<6, true>(kind, pps, sbf32);
+        }
     return ring <= 2 ? dmv_pick_r<2, false>(kind, pps, sbf32)
                      : ring == 3 ? dmv_pick_r<3, false>(kind, pps, sbf32) : dmv_pick_r<4, false>(kind, pps, sbf32);
+}
+template <int RING>
+static const void *dmv_dyn_pick_r(int pps, int sbf32) {
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 2: return (const void *)k_dmv_dyn<1, false, RING>;
+    case 3: return (const void *)k_dmv_dyn<1, true, RING>;
+    case 4: return (const void *)k_dmv_dyn<2, false, RING>;
+    case 5: return (const void *)k_dmv_dyn<2, true, RING>;
+    case 8: return (const void *)k_dmv_dyn<4, false, RING>;
+    case 9: return (const void *)k_dmv_dyn<4, true, RING>;
+    }
+    return NULL;
+}
+/* The run-time-balanced integer kernel (rings 2..4; longer rings take 4). */
+static const void *dmv_dyn_pick(int pps, int sbf32, int ring) {
+    return ring <= 2 ? dmv_dyn_pick_r<2>(pps, sbf32) : ring == 3 ? dmv_dyn_pick_r<3>(pps, sbf32)
+                                                     : dmv_dyn_pick_r<4>(pps, sbf32);
 }
 /* Whether a call takes the integer path: asked for, MLX 4-bit, and groups of at most 64 (the
  * d0/d1 sums combined as 128 D0 + D1 stay exact in fp32 up to 64). */
@@ -598,11 +814,12 @@ static glim_status dmv_init(glim_error *err) {
     int kinds[2] = {GCU_KIND_Q, GCU_KIND_DENSE}, pps[3] = {1, 2, 4};
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
-            for (int f = 0; f < 6; f++) {
-                const void *fns[3] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+            for (int f = 0; f < 10; f++) { /* scale type x ring 2..6 */
+                const void *fns[4] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
-                                      dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1)};
-                for (int i = 0; i < 3; i++) {
+                                      dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1),
+                                      kinds[k] == GCU_KIND_Q ? dmv_dyn_pick(pps[p], f & 1, 2 + (f >> 1)) : NULL};
+                for (int i = 0; i < 4; i++) {
                     if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          DMV_SMEM_MAX);
@@ -667,6 +884,21 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->stamps = c->stamps;
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
+    if (d->i8 && c->dyn && c->dyn_ctr && force_blocks <= 0) {
+        /* chunks of ~52 units (a row block of a 6656-wide input): pieces of a row block where
+         * the input is wider, as many as divide its spans evenly */
+        int kp = m->f.nspan / 48 > 1 ? m->f.nspan / 48 : 1;
+        while (m->f.nspan % kp) kp--;
+        d->kparts = kp;
+        d->nchunks = m->nrb * kp;
+        d->dyn_ctr = c->dyn_ctr;
+        blocks = gcu_sm_count();
+        if (c->max_blocks > 0 && blocks > c->max_blocks) blocks = c->max_blocks;
+        if (blocks > d->nchunks) blocks = d->nchunks;
+        if (kp > 1 && (size_t)d->nchunks * 32 * sizeof(float2) > c->partial_cap)
+            return glim_fail(err, GLIM_E_ARG, "decode matvec: %d row-block pieces need %zu bytes of "
+                             "merge space, %zu given", d->nchunks, (size_t)d->nchunks * 256, c->partial_cap);
+    }
     *blocks_out = (int)blocks;
     *smem_out = smem;
     return GLIM_OK;
@@ -679,7 +911,8 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     size_t smem;
     if (s == GLIM_OK) s = dmv_args(c, 0, &d, &blocks, &smem, err);
     if (s != GLIM_OK) return s;
-    const void *fn = dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
+    const void *fn = d.nchunks ? dmv_dyn_pick(c->m->f.pps, c->m->sbf32, c->ring)
+                               : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);
@@ -777,7 +1010,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     gcu_mat_pair pair = {W, W2};
     float *src = NULL, *hin = NULL, *wa = NULL, *wo = NULL, *hout = NULL, *dout = NULL;
     float2 *part = NULL;
-    int *cnt = NULL;
+    int *cnt = NULL, *dyn = NULL;
     float *first = (float *)malloc(sizeof(float) * (rows > 0 ? rows : 1));
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain,
@@ -790,6 +1023,8 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * rows), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 2)), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&dyn, 2 * sizeof(int)), "alloc", err)) ||
+        (s = gcu_check(cudaMemset(dyn, 0, 2 * sizeof(int)), "memset", err)) ||
         (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
         goto out;
     {
@@ -817,6 +1052,10 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.ring = p->ring;
         c.late_ring = p->late_ring;
         c.i8 = p->i8;
+        c.dyn = p->dyn;
+        c.dyn_ctr = dyn;
+        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 2);
+        c.max_blocks = p->max_blocks;
         /* twice: the second run checks that the merge counters were left at zero and that
          * the order in which warps finish (different each run) changes no bit */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) {
@@ -834,7 +1073,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     }
 out:
     cudaFree(m.w), cudaFree(src), cudaFree(hin), cudaFree(wa), cudaFree(wo), cudaFree(hout);
-    cudaFree(dout), cudaFree(part), cudaFree(cnt);
+    cudaFree(dout), cudaFree(part), cudaFree(cnt), cudaFree(dyn);
     free(first);
     return s;
 }

@@ -149,6 +149,10 @@ typedef struct gcu_dmv_call {
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
     int i8;                    /* MLX 4-bit: integer tensor cores, x as three signed 8-bit
                                   digits per group (decode_mv.cu); ignored for other formats */
+    int dyn;                   /* with i8: blocks take row-block chunks at run time (k_dmv_dyn) */
+    int *dyn_ctr;              /* its counters: 2 device ints, zero (left zero) */
+    size_t partial_cap;        /* bytes of `partial` (chunks that cut row blocks merge there) */
+    int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);

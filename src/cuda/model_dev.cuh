@@ -38,6 +38,7 @@ struct gcu_session {
     int fast_now;   /* kernels being enqueued belong to that path (PDL applies to them only) */
     int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
     unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
+    int *dyn_cnt;   /* decode matvecs' chunk counters (gcu_dmv_call.dyn_ctr), zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
     /* timeline (timeline.cu): while a decode is captured for it, each launch takes the next slot
      * of tl (device, GCU_TL_FIELDS words each) and records its kind in tl_kind; else tl NULL */
