@@ -266,7 +266,7 @@ static void decode_matvec(void) {
         check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, mode);
         check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
-        check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode); /* 2 pieces */
+        check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode); /* 2 pieces */
     }
 }
 

@@ -46,8 +46,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
-    o.i8 = env_int("GLIM_CUDA_I8", 1);
-    o.dyn = env_int("GLIM_CUDA_DYN", 1);
+    o.i8 = env_int("GLIM_CUDA_I8", 0);   /* session 5, run 4: 129.4 vs 135.8 tok/s (bf16) */
+    o.dyn = env_int("GLIM_CUDA_DYN", 0); /* session 5, run 5: 116.2 vs 134.7 (static shares) */
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
