@@ -285,13 +285,6 @@ static int run_bench(const bench_opts *o) {
         fprintf(stderr, "%s: %s\n", CMD, err.message);
         return 1;
     }
-    int nfast = 0;
-    double wratio = 1.0;
-    gcu_sm_weights_info(s, &nfast, &wratio);
-    if (nfast > 0)
-        emit(out, "SM-weighted shares: %d SMs measured faster take %.3fx the others' share\n", nfast, wratio);
-    else
-        emit(out, "SM-weighted shares: off (GLIM_CUDA_SMW=0, or the SMs measured alike)\n");
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
     if (o->profile) {

@@ -199,8 +199,7 @@ static void matvec_swiglu_softcap(void) {
  * tolerance. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
-    const int i8 = mode == 1 || mode == 2 || mode == 3 || mode == 5, dyn = mode == 2 || mode == 3;
-    const int max_blocks = mode == 3 ? 3 : 0, smw = mode >= 4;
+    const int i8 = mode >= 1, dyn = mode >= 2, max_blocks = mode == 3 ? 3 : 0;
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -227,16 +226,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring <= 4 ? ring - 2 : 0, i8, dyn,
-                      max_blocks, smw};
+                      max_blocks};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[200];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
              epi, centered ? "centred" : "plain", ring, ring == 3 ? " (requested after the rows)" : ring == 4 ? " (after staging)" : "",
-             !(i8 && bits == 4 && group <= 64) ? (smw ? ", SM-weighted shares" : "")
-             : !dyn ? (smw ? ", integer path, SM-weighted shares" : ", integer path")
-             : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks");
+             !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         compare(what, out, ref, (size_t)rows, 1e-4, 1e-3);
@@ -270,19 +267,6 @@ static void decode_matvec(void) {
         check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, mode);
         check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
         check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode); /* 2 pieces */
-    }
-}
-
-/* Static shares weighted by SM (mode 4: bf16 path, 5: integer path) on products large enough
- * to take them: the merge must find each unit's owner under uneven shares. */
-static void decode_matvec_sm_weights(void) {
-    NEED_GPU();
-    for (int mode = 4; mode <= 5; mode++) {
-        check_decode(4096, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, 3, mode);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, 3, mode);
-        check_decode(3000, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, 2, mode);
-        check_decode(13001, 6656, 4, 64, GLIM_DT_F16, 1, GCU_EPI_SOFTCAP, 0, 4, mode);
-        check_decode(9000, 6656, 8, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, 3, mode);
     }
 }
 
@@ -434,7 +418,6 @@ int main(void) {
     RUN(matvec_split_rows);
     RUN(matvec_swiglu_softcap);
     RUN(decode_matvec);
-    RUN(decode_matvec_sm_weights);
     RUN(residual_norms);
     RUN(embedding);
     RUN(qk_prep);

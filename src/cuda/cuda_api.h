@@ -31,8 +31,8 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
- * GLIM_CUDA_SMW override the defaults). */
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN
+ * override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -63,8 +63,6 @@ typedef struct gcu_options {
                       (GLIM_CUDA_I8, 0) instead of bf16 hi + lo */
     int dyn;       /* with i8: blocks take row-block chunks from a counter, so faster SMs do more
                       (GLIM_CUDA_DYN, 0) instead of equal static shares */
-    int smw;       /* decode matvec: static shares weighted by each SM's measured speed
-                      (GLIM_CUDA_SMW, 1) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -125,9 +123,6 @@ typedef struct gcu_tl_row {
 } gcu_tl_row;
 int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,
                  glim_error *err);
-/* The session's SM weights: how many SMs got the larger share (0: equal shares) and its
- * weight relative to the others'. */
-void gcu_sm_weights_info(const gcu_session *s, int *nfast, double *ratio);
 
 /* Device-to-device copy bandwidth in bytes/s (bytes read + bytes written), median of reps
  * copies of `bytes` bytes. */
@@ -162,8 +157,6 @@ typedef struct gcu_test_dmv {
     int i8;                      /* the integer path where the format has one (gcu_dmv_call.i8) */
     int dyn;                     /* with i8: chunks taken at run time (gcu_dmv_call.dyn) */
     int max_blocks;              /* at most this many blocks (0: one per SM) */
-    int smw;                     /* static shares weighted by SM (a made-up table: every third
-                                    SM 1.25x); an error if the product cannot take them */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -23,7 +23,7 @@
 #define DMV_WARPS 16
 #define DMV_THREADS (DMV_WARPS * 32)
 #define DMV_SMEM_MAX (200 * 1024)
-#define DMV_NSTAMP GCU_DMV_NSTAMP
+#define DMV_NSTAMP 8
 #define DMV_CHAIN 4 /* products one chained launch may carry */
 #define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
 
@@ -48,7 +48,6 @@ struct DmvArgs {
      * at run time; dyn_ctr: [claims, blocks done], zero between launches */
     int kparts, nchunks;
     int *dyn_ctr;
-    int *sm_seen; /* weighted shares: blocks per SM id ([nsm]: ids out of range) */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -366,17 +365,9 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int wg = blockIdx.x * DMV_WARPS + (threadIdx.x >> 5); /* this warp's segment */
+    const int wg = blockIdx.x * DMV_WARPS + (threadIdx.x >> 5);
     int u0 = 0, u1 = 0; /* this warp's units (ints: even the head has < 2^31) */
-    if (a.smw) { /* the share of the SM this block runs on */
-        unsigned r;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-        if (threadIdx.x == 0) atomicAdd(d.sm_seen + (r < (unsigned)a.nsm ? r : a.nsm), 1);
-        if (r >= (unsigned)a.nsm) r = 0; /* counted as an error above; the host reports it */
-        wg = (int)r * DMV_WARPS + (threadIdx.x >> 5);
-        u0 = (int)mv_seg_start(a, wg);
-        u1 = (int)mv_seg_start(a, wg + 1);
-    } else if (wg < a.W) {
+    if (wg < a.W) {
         u0 = (int)(a.nunits * wg / a.W);
         u1 = (int)(a.nunits * (wg + 1) / a.W);
     }
@@ -484,9 +475,6 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
             unsigned long long gt;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
             d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gt;
-            unsigned smid;
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-            d.stamps[blockIdx.x * DMV_NSTAMP + 8] = smid;
         }
     }
     gcu_tl_block_end(d.tl);
@@ -896,14 +884,6 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->stamps = c->stamps;
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
-    /* SM-weighted shares: the whole grid, and at least 2 units per warp everywhere */
-    if (c->smw && c->sm_seen && force_blocks <= 0 && blocks == gcu_sm_count() &&
-        a.nunits >= 4LL * DMV_WARPS * blocks && !(d->i8 && c->dyn)) {
-        a.smw = c->smw;
-        a.nsm = (int)blocks;
-        a.W = (int)blocks * DMV_WARPS;
-        d->sm_seen = c->sm_seen;
-    }
     if (d->i8 && c->dyn && c->dyn_ctr && force_blocks <= 0) {
         /* chunks of ~52 units (a row block of a 6656-wide input): pieces of a row block where
          * the input is wider, as many as divide its spans evenly */
@@ -1030,16 +1010,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     gcu_mat_pair pair = {W, W2};
     float *src = NULL, *hin = NULL, *wa = NULL, *wo = NULL, *hout = NULL, *dout = NULL;
     float2 *part = NULL;
-    int *cnt = NULL, *dyn = NULL, *smw = NULL, *seen = NULL;
-    const int nsm = gcu_sm_count();
-    int *hw = (int *)malloc(sizeof(int) * (nsm + 1));
-    if (!hw) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
-    {
-        long long tot = 0, cum = 0;
-        for (int r = 0; r < nsm; r++) tot += r % 3 ? 64 : 80;
-        for (int r = 0; r < nsm; r++) hw[r] = (int)((cum << 20) / tot), cum += r % 3 ? 64 : 80;
-        hw[nsm] = 1 << 20;
-    }
+    int *cnt = NULL, *dyn = NULL;
     float *first = (float *)malloc(sizeof(float) * (rows > 0 ? rows : 1));
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain,
@@ -1054,10 +1025,6 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dyn, 2 * sizeof(int)), "alloc", err)) ||
         (s = gcu_check(cudaMemset(dyn, 0, 2 * sizeof(int)), "memset", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&smw, sizeof(int) * (nsm + 1)), "alloc", err)) ||
-        (s = gcu_check(cudaMemcpy(smw, hw, sizeof(int) * (nsm + 1), cudaMemcpyHostToDevice), "copy", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&seen, sizeof(int) * (nsm + 1)), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(seen, 0, sizeof(int) * (nsm + 1)), "memset", err)) ||
         (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
         goto out;
     {
@@ -1089,15 +1056,6 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.dyn_ctr = dyn;
         c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 2);
         c.max_blocks = p->max_blocks;
-        if (p->smw) c.smw = smw, c.sm_seen = seen;
-        if (p->smw) { /* a test that asks for weighted shares must get them */
-            DmvArgs probe;
-            int pb;
-            size_t psm;
-            s = dmv_args(&c, 0, &probe, &pb, &psm, err);
-            if (s == GLIM_OK && !probe.mv.smw)
-                s = glim_fail(err, GLIM_E_ARG, "decode matvec test: SM-weighted shares asked for, not taken");
-        }
         /* twice: the second run checks that the merge counters were left at zero and that
          * the order in which warps finish (different each run) changes no bit */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) {
@@ -1110,113 +1068,12 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         }
         if (s == GLIM_OK && memcmp(first, out, sizeof(float) * rows) != 0)
             s = glim_fail(err, GLIM_E_BACKEND, "decode matvec: two runs of the same product differ");
-        if (s == GLIM_OK && p->smw) { /* each SM ran one block per run */
-            s = gcu_check(cudaMemcpy(hw, seen, sizeof(int) * (nsm + 1), cudaMemcpyDeviceToHost), "copy", err);
-            for (int r = 0; s == GLIM_OK && r <= nsm; r++)
-                if (hw[r] != (r < nsm ? 2 : 0))
-                    s = glim_fail(err, GLIM_E_BACKEND, "decode matvec: SM %d ran %d blocks in 2 runs", r, hw[r]);
-        }
         if (s == GLIM_OK && h_out)
             s = gcu_check(cudaMemcpy(h_out, hout, sizeof(float) * K, cudaMemcpyDeviceToHost), "copy", err);
     }
 out:
     cudaFree(m.w), cudaFree(src), cudaFree(hin), cudaFree(wa), cudaFree(wo), cudaFree(hout);
-    cudaFree(dout), cudaFree(part), cudaFree(cnt), cudaFree(dyn), cudaFree(smw), cudaFree(seen);
-    free(hw);
+    cudaFree(dout), cudaFree(part), cudaFree(cnt), cudaFree(dyn);
     free(first);
     return s;
-}
-
-/* ---- SM weights ------------------------------------------------------------------------------
- * The SMs of an H200 do not stream at one speed (bench/sm_speed.cu: 24 of 132 about 15 % faster,
- * the same ones every time), so equal static shares leave most SMs idle while the slowest
- * finish. The decode matvec is run alone on m with equal shares; each block's loop time says
- * its SM's speed. SMs clearly faster than the median form one class whose weight is the median
- * time over their mean time, in 1/64 steps, the rest weight 1: two classes and coarse steps, so
- * that the same GPU gives the same shares (and bits) run after run. */
-extern "C" int gcu_sm_weights(const gcu_mat *m, const float *src, float *out, int out_rows, int *smw,
-                              double *ratio, glim_error *err) {
-    const int nsm = gcu_sm_count(), reps = 6;
-    *ratio = 1.0;
-    for (int r = 0; r <= nsm; r++) smw[r] = (int)(((long long)r << 20) / nsm);
-    long long *dst = NULL, *hst = (long long *)malloc(sizeof(long long) * GCU_DMV_NSTAMP * nsm);
-    double *sum = (double *)calloc((size_t)nsm, sizeof(double));
-    int *cnt = (int *)calloc((size_t)nsm, sizeof(int)), *mcnt = NULL, nfast = -1;
-    float2 *part = NULL;
-    glim_status s = GLIM_OK;
-    if (!hst || !sum || !cnt) {
-        glim_fail(err, GLIM_E_NOMEM, "out of host memory");
-        goto out;
-    }
-    if ((s = gcu_check(cudaMalloc((void **)&dst, sizeof(long long) * GCU_DMV_NSTAMP * nsm), "alloc", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(nsm, 2)), "alloc", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&mcnt, sizeof(int) * m->nrb), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(mcnt, 0, sizeof(int) * m->nrb), "memset", err)))
-        goto out;
-    for (int rep = 0; rep <= reps && s == GLIM_OK; rep++) { /* rep 0 warms up */
-        gcu_dmv_call c;
-        memset(&c, 0, sizeof c);
-        c.m = m;
-        c.pro = GCU_PRO_RAW;
-        c.K = m->f.K;
-        c.src = src;
-        c.epi = GCU_EPI_STORE;
-        c.out = out;
-        c.out_rows = out_rows;
-        c.partial = part;
-        c.counters = mcnt;
-        c.ring = 3;
-        c.stamps = dst;
-        if ((s = gcu_check(cudaMemset(dst, 0, sizeof(long long) * GCU_DMV_NSTAMP * nsm), "memset", err)) ||
-            (s = gcu_dmv_launch(&c, 0, err)) ||
-            (s = gcu_check(cudaDeviceSynchronize(), "SM speed run", err)) ||
-            (s = gcu_check(cudaMemcpy(hst, dst, sizeof(long long) * GCU_DMV_NSTAMP * nsm, cudaMemcpyDeviceToHost),
-                           "copy", err)))
-            break;
-        for (int b = 0; rep > 0 && b < nsm; b++) {
-            const long long *t = hst + (size_t)GCU_DMV_NSTAMP * b;
-            const int r = (int)t[8];
-            if (t[6] <= t[3] || r < 0 || r >= nsm) continue;
-            sum[r] += (double)(t[6] - t[3]);
-            cnt[r]++;
-        }
-    }
-    if (s != GLIM_OK) goto out;
-    {
-        double *lt = (double *)malloc(sizeof(double) * nsm), *sorted = (double *)malloc(sizeof(double) * nsm);
-        int ok = lt && sorted;
-        for (int r = 0; ok && r < nsm; r++) {
-            if (cnt[r] != reps) ok = 0; /* an SM that did not run exactly one block per launch */
-            else lt[r] = sum[r] / cnt[r], sorted[r] = lt[r];
-        }
-        nfast = 0;
-        if (ok) {
-            for (int i = 1; i < nsm; i++) /* insertion sort: 132 values */
-                for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-                    double x = sorted[j];
-                    sorted[j] = sorted[j - 1], sorted[j - 1] = x;
-                }
-            const double med = sorted[nsm / 2];
-            double fs = 0;
-            for (int r = 0; r < nsm; r++)
-                if (lt[r] < 0.94 * med) fs += lt[r], nfast++;
-            const int q = nfast ? (int)(64.0 * med / (fs / nfast) + 0.5) : 64;
-            if (nfast < 2 || nfast > nsm / 2 || q <= 66) {
-                nfast = 0; /* too few, too many or too alike: equal shares */
-            } else {
-                long long cum = 0, tot = 64LL * (nsm - nfast) + (long long)q * nfast;
-                for (int r = 0; r < nsm; r++) {
-                    smw[r] = (int)((cum << 20) / tot);
-                    cum += lt[r] < 0.94 * med ? q : 64;
-                }
-                smw[nsm] = 1 << 20;
-                *ratio = q / 64.0;
-            }
-        }
-        free(lt), free(sorted);
-    }
-out:
-    cudaFree(dst), cudaFree(part), cudaFree(mcnt);
-    free(hst), free(sum), free(cnt);
-    return s == GLIM_OK ? nfast : -1;
 }

@@ -48,7 +48,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     o.i8 = env_int("GLIM_CUDA_I8", 0);   /* session 5, run 4: 129.4 vs 135.8 tok/s (bf16) */
     o.dyn = env_int("GLIM_CUDA_DYN", 0); /* session 5, run 5: 116.2 vs 134.7 (static shares) */
-    o.smw = env_int("GLIM_CUDA_SMW", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -403,9 +402,9 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->dyn_cnt, s->d_smw, s->sm_seen};
+                    s->dyn_cnt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
-    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host), cudaFreeHost(s->h_seen);
+    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
     if (s->ev1) cudaEventDestroy(s->ev1);
     if (s->st) cudaStreamDestroy(s->st);
@@ -472,11 +471,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
     DA(s->dyn_cnt, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
-    const int nsm = gcu_sm_count();
-    DA(s->d_smw, 4ull * (nsm + 1));
-    DA(s->sm_seen, 4ull * (nsm + 1));
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->sm_seen, 0, 4ull * (nsm + 1)), "memset", err);
-    if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_seen, 4ull * (nsm + 1)), "pinned", err);
     int max_span = 1;
     for (int l = 0; l < g->L; l++)
         if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
@@ -495,22 +489,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     if (st == GLIM_OK) st = gcu_check(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "stream", err);
     if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev0), "event", err);
     if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev1), "event", err);
-    if (st == GLIM_OK && s->fast && g->opt.smw && gcu_dmv_fits(&g->head, GCU_PRO_RAW, g->hidden)) {
-        /* the SMs' speeds, on the largest matrix (equal shares while too small to tell) */
-        int *w = (int *)malloc(sizeof(int) * (nsm + 1));
-        double ratio = 1.0;
-        if (!w) st = glim_fail(err, GLIM_E_NOMEM, "out of host memory");
-        if (st == GLIM_OK) st = gcu_check(cudaMemset(s->h, 0, p.h), "memset", err);
-        int nf = st == GLIM_OK ? gcu_sm_weights(&g->head, s->h, s->logits, g->vocab, w, &ratio, err) : -1;
-        if (st == GLIM_OK && nf < 0) st = GLIM_E_BACKEND;
-        if (st == GLIM_OK && nf > 0) {
-            st = gcu_check(cudaMemcpy(s->d_smw, w, 4ull * (nsm + 1), cudaMemcpyHostToDevice), "SM weights", err);
-            s->smw_on = st == GLIM_OK;
-            s->smw_fast = nf;
-            s->smw_ratio = ratio;
-        }
-        free(w);
-    }
     if (st == GLIM_OK) st = gcu_check(cudaDeviceSynchronize(), "session init", err);
     if (st != GLIM_OK) {
         gcu_session_free(s);
@@ -771,8 +749,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.dyn = g->opt.dyn;
     c.dyn_ctr = s->dyn_cnt;
     c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
-    c.smw = s->smw_on ? s->d_smw : NULL;
-    c.sm_seen = s->sm_seen;
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);
@@ -932,8 +908,6 @@ extern "C" glim_status gcu_capture_decode(gcu_session *s, cudaGraphExec_t *exec,
     st = enqueue(s, 1, 1, &e2);
     if (st == GLIM_OK)
         cudaMemcpyAsync(s->h_logits, s->logits, 4ull * s->m->vocab, cudaMemcpyDeviceToHost, s->st);
-    if (st == GLIM_OK && s->smw_on)
-        cudaMemcpyAsync(s->h_seen, s->sm_seen, 4ull * (gcu_sm_count() + 1), cudaMemcpyDeviceToHost, s->st);
     ce = cudaStreamEndCapture(s->st, &graph);
     if (st != GLIM_OK) {
         if (graph) cudaGraphDestroy(graph);
@@ -944,25 +918,6 @@ extern "C" glim_status gcu_capture_decode(gcu_session *s, cudaGraphExec_t *exec,
     if (ce == cudaSuccess) ce = cudaGraphInstantiate(exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     return gcu_check(ce, "graph instantiate", err);
-}
-
-/* SM-weighted shares are right only if every launch ran one block on every SM: the blocks
- * count themselves per SM id, and after a token all counts must be equal (none out of range).
- * Otherwise (another program holding SMs, say) the token's sums cannot be trusted. */
-static glim_status sm_seen_check(gcu_session *s, glim_error *err) {
-    const int nsm = gcu_sm_count();
-    for (int r = 1; r < nsm; r++)
-        if (s->h_seen[r] != s->h_seen[0] || s->h_seen[nsm] != 0)
-            return glim_fail(err, GLIM_E_BACKEND, "CUDA: a decode matrix product did not run one "
-                             "block on every SM (SM %d: %d launches, SM 0: %d; another program on "
-                             "this GPU?), so its SM-weighted shares were wrong; rerun with "
-                             "GLIM_CUDA_SMW=0", r, s->h_seen[r], s->h_seen[0]);
-    return GLIM_OK;
-}
-
-extern "C" void gcu_sm_weights_info(const gcu_session *s, int *nfast, double *ratio) {
-    *nfast = s->smw_on ? s->smw_fast : 0;
-    *ratio = s->smw_on ? s->smw_ratio : 1.0;
 }
 
 extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n, int pos,
@@ -997,12 +952,8 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
             if (st == GLIM_OK && rows == 1)
                 st = gcu_check(cudaMemcpyAsync(s->h_logits, s->logits, 4ull * g->vocab,
                                                cudaMemcpyDeviceToHost, s->st), "logits", err);
-            if (st == GLIM_OK && s->smw_on)
-                st = gcu_check(cudaMemcpyAsync(s->h_seen, s->sm_seen, 4ull * (gcu_sm_count() + 1),
-                                               cudaMemcpyDeviceToHost, s->st), "SM counts", err);
         }
         if (st == GLIM_OK) st = gcu_check(cudaStreamSynchronize(s->st), "forward", err);
-        if (st == GLIM_OK && s->smw_on) st = sm_seen_check(s, err);
         float *dst = mode == GLIM_LOGITS_ALL ? logits + (size_t)done * g->vocab : logits;
         if (st == GLIM_OK && rows == 1) memcpy(dst, s->h_logits, 4ull * g->vocab);
         if (st == GLIM_OK && rows > 1)
@@ -1144,21 +1095,21 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
     long long *dst = NULL;
     int nsm = gcu_sm_count(), khz = 0;
     cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
-    long long *hst = (long long *)malloc(sizeof(long long) * GCU_DMV_NSTAMP * nsm);
-    if (s->fast && hst && cudaMalloc((void **)&dst, sizeof(long long) * GCU_DMV_NSTAMP * nsm) == cudaSuccess) {
+    long long *hst = (long long *)malloc(sizeof(long long) * 8 * nsm);
+    if (s->fast && hst && cudaMalloc((void **)&dst, sizeof(long long) * 8 * nsm) == cudaSuccess) {
         const char *pn[4] = {"qkvg", "o_proj", "gate/up", "down"};
         for (int k = 0; k < 4 && n < max; k++) {
-            cudaMemset(dst, 0, sizeof(long long) * GCU_DMV_NSTAMP * nsm);
+            cudaMemset(dst, 0, sizeof(long long) * 8 * nsm);
             s->prof_stamps = dst;
             glim_status ps = prof_run_dmv(s, &dm[k], err);
             s->prof_stamps = NULL;
             if (ps != GLIM_OK || cudaStreamSynchronize(s->st) != cudaSuccess) break;
-            cudaMemcpy(hst, dst, sizeof(long long) * GCU_DMV_NSTAMP * nsm, cudaMemcpyDeviceToHost);
+            cudaMemcpy(hst, dst, sizeof(long long) * 8 * nsm, cudaMemcpyDeviceToHost);
             double ph[6] = {0, 0, 0, 0, 0, 0}, tot = 0;
             long long g0 = 0, g1 = 0;
             int nb = 0;
             for (int b = 0; b < nsm; b++) {
-                const long long *t = hst + GCU_DMV_NSTAMP * b;
+                const long long *t = hst + 8 * b;
                 if (!t[0] || !t[6]) continue; /* a block that did not run */
                 for (int i = 0; i < 6; i++) ph[i] += (double)(t[i + 1] - t[i]);
                 tot += (double)(t[6] - t[0]);

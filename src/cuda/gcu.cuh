@@ -120,7 +120,6 @@ glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err
 
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
-#define GCU_DMV_NSTAMP 9 /* profiling stamps per block (gcu_dmv_call.stamps) */
 typedef struct gcu_dmv_call {
     const gcu_mat *m;
     int pro;                   /* GCU_PRO_*: how the input row is made */
@@ -143,10 +142,10 @@ typedef struct gcu_dmv_call {
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
     int late_ring;             /* when the ring's first weights are requested: 0 before the
                                   PDL wait, 1 once the prologue's rows are in, 2 after staging */
-    long long *stamps;         /* profiling, or NULL: per block GCU_DMV_NSTAMP readings: clock64
-                                  at start, after the PDL wait, after the norms, after staging,
-                                  when warp 0's first unit is in, at warp 0's end, at the block's
-                                  end; globaltimer at the end; the SM id */
+    long long *stamps;         /* profiling, or NULL: per block 8 readings: clock64 at start, after
+                                  the PDL wait, after the norms, after staging, when warp 0's first
+                                  unit is in, at warp 0's end, at the block's end; globaltimer at
+                                  the end */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
     int i8;                    /* MLX 4-bit: integer tensor cores, x as three signed 8-bit
                                   digits per group (decode_mv.cu); ignored for other formats */
@@ -154,18 +153,7 @@ typedef struct gcu_dmv_call {
     int *dyn_ctr;              /* its counters: 2 device ints, zero (left zero) */
     size_t partial_cap;        /* bytes of `partial` (chunks that cut row blocks merge there) */
     int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
-    /* Static shares weighted by SM speed (gcu_sm_weights): smw[nsm + 1] cumulative, 2^20 in
-     * all; each block counts itself in sm_seen[smid] ([nsm]: an id out of range), which the
-     * host checks (gcu_sm_seen_ok). NULL: equal shares. */
-    const int *smw;
-    int *sm_seen;
 } gcu_dmv_call;
-/* Measures each SM's speed on m (the decode matvec alone, equal shares, a few runs; src:
- * any device row of m's width, out: out_rows floats) and fills smw[nsm + 1] (host) with
- * weighted cumulative shares. Returns the number of SMs found faster, 0 when the SMs are too
- * alike to bother (smw then equal), -1 on error. ratio: the fast SMs' weight over the others'. */
-int gcu_sm_weights(const gcu_mat *m, const float *src, float *out, int out_rows, int *smw,
-                   double *ratio, glim_error *err);
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);

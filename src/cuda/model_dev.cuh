@@ -39,12 +39,6 @@ struct gcu_session {
     int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
     unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
     int *dyn_cnt;   /* decode matvecs' chunk counters (gcu_dmv_call.dyn_ctr), zero between launches */
-    /* SM-weighted static shares (gcu_sm_weights, measured when the session is made): d_smw
-     * [nsm + 1] on the device; sm_seen counts blocks per SM id, copied to h_seen with each
-     * token's logits and checked (every SM one block per launch) */
-    int smw_on, smw_fast;
-    double smw_ratio;
-    int *d_smw, *sm_seen, *h_seen;
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
     /* timeline (timeline.cu): while a decode is captured for it, each launch takes the next slot
      * of tl (device, GCU_TL_FIELDS words each) and records its kind in tl_kind; else tl NULL */

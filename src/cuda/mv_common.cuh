@@ -34,11 +34,6 @@ struct MvArgs {
     __nv_bfloat16 *sxs;
     float *sxsum;
     int *span_cnt;
-    /* decode: the static shares weighted by each SM's speed (gcu_dmv_call.smw): block on SM r
-     * takes units [nunits * smw[r] >> 20, nunits * smw[r+1] >> 20), its warps equal parts of
-     * that; W = nsm * 16. NULL: equal shares. */
-    const int *smw;
-    int nsm;
 };
 
 __device__ __forceinline__ uint64_t mv_policy() {
@@ -199,38 +194,14 @@ __device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
     return (int)(((u + 1) * W - 1) / U);
 }
 
-/* The first unit of SM r's share (weighted shares). */
-__device__ __forceinline__ long long mv_sm_start(const MvArgs &a, int r) {
-    return (a.nunits * (long long)a.smw[r]) >> 20;
-}
-/* The segment (warp range) owning unit u, and where segment seg starts: warp ranges of equal
- * shares (mv_owner), or SM shares found by bisection, each cut in DMV_WARPS equal parts. */
-__device__ __forceinline__ int mv_seg_of(const MvArgs &a, long long u) {
-    if (!a.smw) return mv_owner(u, a.nunits, a.W);
-    int lo = 0, hi = a.nsm - 1; /* the last SM whose share starts at or before u */
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) >> 1;
-        if (mv_sm_start(a, mid) <= u) lo = mid;
-        else hi = mid - 1;
-    }
-    const long long bs = mv_sm_start(a, lo), n = mv_sm_start(a, lo + 1) - bs;
-    const int per = a.W / a.nsm;
-    return lo * per + mv_owner(u - bs, n, per);
-}
-__device__ __forceinline__ long long mv_seg_start(const MvArgs &a, int seg) {
-    if (!a.smw) return a.nunits * seg / a.W;
-    const int per = a.W / a.nsm, r = seg / per;
-    const long long bs = mv_sm_start(a, r), n = mv_sm_start(a, r + 1) - bs;
-    return bs + n * (seg % per) / per;
-}
-
 /* Out of line: it runs once per row block, and inlined into every unrolled slot of the
  * kernels' loops it made them too large for the instruction cache. */
 template <int NB>
 __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
                           float *vh) {
+    const long long U = a.nunits;
     const int nspan = a.nspan;
-    int wf = mv_seg_of(a, (long long)rb * nspan), wl = mv_seg_of(a, (long long)(rb + 1) * nspan - 1);
+    int wf = mv_owner((long long)rb * nspan, U, a.W), wl = mv_owner((long long)(rb + 1) * nspan - 1, U, a.W);
     if (wf == wl) {
         mv_epilogue<NB>(a, rb, lane, vg, vh);
         return;
@@ -251,7 +222,7 @@ __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, 
     /* Every warp after wf starts its range inside rb, so rb is its first segment (slot 0); wf's
      * slot is 0 only when its range starts exactly at rb. Loads in batches (one round trip per
      * batch, not per warp), summed in warp order: deterministic. */
-    const int slot_f = mv_seg_start(a, wf) < (long long)rb * nspan ? 1 : 0;
+    const int slot_f = U * wf / a.W < (long long)rb * nspan ? 1 : 0;
     constexpr int BATCH = NB == 1 ? 8 : 1;
     for (int w0 = wf; w0 <= wl; w0 += BATCH) {
         float2 v[BATCH][NB];
