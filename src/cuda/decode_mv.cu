@@ -17,7 +17,11 @@
  * RING units of each warp into registers before griddepcontrol.wait; the activations after it,
  * all rows in one round trip. More weight bytes in flight through the prologue (L2 prefetch,
  * bulk copies into shared memory) measured slower: the prologue's own loads queue behind them
- * (bench/RESULTS.md, session 3). */
+ * (bench/RESULTS.md, session 3).
+ *
+ * Two alternatives, switches off by default because they measured no faster (RESULTS.md v8):
+ * the integer path for MLX 4-bit (dmv_stage_i8, dmv_unit_i8) and, on it, k_dmv_dyn, where
+ * blocks take row-block chunks at run time instead of static shares. */
 #include "cuda/mv_common.cuh"
 
 #define DMV_WARPS 16
