@@ -1,0 +1,223 @@
+/* decode_mv.cuh: what the decode matrix-vector kernels share (decode_mv.cu: static shares,
+ * chained, residual-only; decode_mv_dyn.cu: chunks taken at run time): the argument block, the
+ * prologue that makes the input row in shared memory (rows by asynchronous copies, the
+ * residual add and the norms), the staging of that row as bf16 hi/lo, and the integer path's
+ * staging and unit (decode_mv_i8.cuh). Device code, included by those two files only. */
+#ifndef GLIM_CUDA_DECODE_MV_CUH
+#define GLIM_CUDA_DECODE_MV_CUH
+
+#include "cuda/mv_common.cuh"
+
+#define DMV_WARPS 16
+#define DMV_THREADS (DMV_WARPS * 32)
+#define DMV_SMEM_MAX (200 * 1024)
+#define DMV_NSTAMP 8
+#define DMV_CHAIN 4 /* products one chained launch may carry */
+#define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
+
+struct DmvArgs {
+    MvArgs mv;
+    int pro, K;
+    const float *src, *h_in;
+    float *h_out;
+    const float *w_add;
+    float eps_add;
+    int norm_out;
+    const float *w_out;
+    float eps_out;
+    gcu_xfmt f;
+    int pf_units; /* units past the register ring each warp prefetches into L2 before the wait */
+    int ring_at;  /* when the ring's first weights are requested: 0 before the PDL wait, 1 once
+                   * the prologue's rows are in, 2 after staging */
+    long long *stamps; /* profiling: per block DMV_NSTAMP clock64 readings of its phases, or NULL */
+    unsigned long long *tl; /* timeline slot, or NULL */
+    int i8;                 /* the integer path (MLX 4-bit): dmv_stage_i8, dmv_unit_i8 */
+    /* k_dmv_dyn: row blocks (cut in kparts pieces along the input) are chunks that blocks take
+     * at run time; dyn_ctr: [claims, blocks done], zero between launches */
+    int kparts, nchunks;
+    int *dyn_ctr;
+};
+
+/* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
+__device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
+    if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();
+}
+
+/* The sum of v over the block (every thread gets it), in double as the CPU oracle sums squares. */
+static __device__ double dmv_block_sum(double v, double *scratch) {
+    v = gcu_warp_sum_d(v);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    double r = 0.0;
+#pragma unroll
+    for (int w = 0; w < DMV_WARPS; w++) r += scratch[w];
+    __syncthreads(); /* scratch is reused by the next call */
+    return r;
+}
+
+/* Shared memory of a block, in this order: hi column [cs] and lo column [cs] (bf16), the group
+ * sums [np], the per-item sums [nspan*16], then the fp32 rows of the prologue (row; for RESID
+ * h, w_add; w_out last for NORM and RESID). */
+struct DmvSmem {
+    __nv_bfloat16 *sx;
+    float *xsum, *isum, *row, *hrow, *wadd, *wout;
+};
+__device__ __forceinline__ DmvSmem dmv_smem_at(const DmvArgs &d, void *base) {
+    DmvSmem m;
+    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
+    m.sx = (__nv_bfloat16 *)base;
+    m.xsum = (float *)(m.sx + 2 * (size_t)cs);
+    m.isum = m.xsum + ((np + 3) & ~3);
+    m.row = m.isum + (d.f.kind == GCU_KIND_Q ? d.f.nspan * 16 : 0);
+    const int K4 = (d.K + 3) & ~3;
+    m.hrow = m.row + K4;
+    m.wadd = m.hrow + K4;
+    m.wout = d.pro == GCU_PRO_RESID ? m.wadd + K4 : m.row + K4;
+    return m;
+}
+
+/* The prologue's rows come into shared memory as asynchronous copies, one round trip for all:
+ * the gains are weights (static), so they are requested before the PDL wait; the activations
+ * (src, and h_in for RESID) after it. gcu_rows_wait completes both. */
+__device__ __forceinline__ void dmv_request_gains(const DmvArgs &a, const DmvSmem &m) {
+    if (a.pro == GCU_PRO_RESID) gcu_row_async(a.K, a.w_add, m.wadd);
+    if (a.pro != GCU_PRO_RAW && a.w_out) gcu_row_async(a.K, a.w_out, m.wout);
+}
+__device__ __forceinline__ void dmv_request_inputs(const DmvArgs &a, const DmvSmem &m) {
+    gcu_row_async(a.K, a.src, m.row);
+    if (a.pro == GCU_PRO_RESID) gcu_row_async(a.K, a.h_in, m.hrow);
+}
+
+/* RESID, first half (rows already in shared memory): row = h_in + centred_norm(src; w_add)
+ * (block 0 writes it to h_out). Returns this thread's part of the sum of squares of the new
+ * row. k_dmv_resid runs exactly this code, so that a NORM prologue over its output gives the
+ * bits a RESID prologue would. */
+static __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scratch) {
+    const int K = a.K, tid = threadIdx.x;
+    double ss = 0.0;
+    for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+    const bool writer = blockIdx.x == 0 && a.h_out;
+    ss = 0.0;
+    for (int i = tid; i < K; i += DMV_THREADS) {
+        float y = m.row[i] * inv;
+        y = m.hrow[i] + y * (1.0f + m.wadd[i]);
+        m.row[i] = y;
+        if (writer) a.h_out[i] = y;
+        ss += (double)y * y;
+    }
+    return ss;
+}
+
+/* NORM/RESID (rows already in shared memory): row = the consumer's input in fp32 (and h_out
+ * written by block 0). */
+static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch) {
+    const int K = a.K, tid = threadIdx.x;
+    double ss = 0.0; /* this thread's part of the sum of squares of the row to norm */
+    if (a.pro == GCU_PRO_RESID) {
+        ss = dmv_residual(a, m, scratch);
+    } else { /* NORM */
+        for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
+    }
+    /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
+     * bits of the RESID prologue */
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+    for (int i = tid; i < K; i += DMV_THREADS) {
+        float y = m.row[i] * inv;
+        m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
+    }
+    __syncthreads();
+}
+
+/* n (4 or 8) consecutive elements from e, zero past K; float4 loads when aligned. */
+__device__ __forceinline__ void dmv_load_n(const float *src, int e, int n, int K, float *v) {
+    if (e + n <= K && ((((uintptr_t)(src + e)) & 15) == 0)) {
+        float4 a = *(const float4 *)(src + e);
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+        if (n == 8) {
+            float4 b = *(const float4 *)(src + e + 4);
+            v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        }
+        return;
+    }
+    for (int j = 0; j < n; j++) v[j] = e + j < K ? src[e + j] : 0.0f;
+}
+
+/* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
+ * nibble positions e0 + {0,4,1,5,2,6,3,7} of span s = q / 16, word ow (the layout of gcu.cuh),
+ * i.e. 8 elements (4-bit) or 4 elements as low and high nibble (8-bit, the high one x 16); for
+ * dense weights 8 columns. Returns the first element and sets *ow. */
+__device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
+    if (f.kind == GCU_KIND_DENSE) return q * 8;
+    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn / 32;
+    *ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
+    const int e0 = s * 128 + *ow * 8;
+    return f.bits == 8 ? e0 >> 1 : e0;
+}
+
+/* Stages the prologue's fp32 row (m.row, in shared memory) into the kernel's format:
+ * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
+ * which is what the 16+q offset has to be taken back against. Items go in batches of DMV_BATCH per
+ * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
+static __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
+    const float *src = m.row;
+    const gcu_xfmt &f = d.f;
+    const int K = d.K, tid = threadIdx.x, nitems = f.kx / 8;
+    const int eight = f.kind == GCU_KIND_Q && f.bits == 8, ne = eight ? 4 : 8;
+    const int cs = d.mv.cs;
+    for (int q0 = tid; q0 < nitems; q0 += DMV_BATCH * DMV_THREADS) {
+        float v[DMV_BATCH][8];
+        int ow[DMV_BATCH] = {0};
+#pragma unroll
+        for (int b = 0; b < DMV_BATCH; b++) {
+            const int q = q0 + b * DMV_THREADS;
+            if (q < nitems) dmv_load_n(src, dmv_item(f, q, &ow[b]), ne, K, v[b]);
+        }
+#pragma unroll
+        for (int b = 0; b < DMV_BATCH; b++) {
+            const int q = q0 + b * DMV_THREADS;
+            if (q >= nitems) break;
+            uint32_t h[8], l[8];
+            if (f.kind == GCU_KIND_DENSE) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) gcu_split(v[b][k], &h[k], &l[k]);
+            } else {
+                const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const int n = order[k];
+                    if (eight) gcu_split((n & 1) ? 16.0f * v[b][n >> 1] : v[b][n >> 1], &h[k], &l[k]);
+                    else gcu_split(v[b][n], &h[k], &l[k]);
+                }
+                /* the represented values (hi + lo) of the item's elements, in slot order; for
+                 * 8 bits each element once (its low nibble's slot, not the x 16 one) */
+                float sum = 0.0f;
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    if (!eight || !(order[k] & 1)) sum += __uint_as_float(h[k] << 16) + __uint_as_float(l[k] << 16);
+                m.isum[(q >> 4) * 16 + ow[b]] = sum;
+            }
+            ((uint4 *)m.sx)[q] = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+            ((uint4 *)(m.sx + cs))[q] = make_uint4(l[0] | l[1] << 16, l[2] | l[3] << 16, l[4] | l[5] << 16, l[6] | l[7] << 16);
+        }
+    }
+    if (f.kind == GCU_KIND_DENSE) return;
+    __syncthreads();
+    /* group sums: piece p of span s covers words [p*wpp, (p+1)*wpp) of the span */
+    const int wpp = 16 / f.pps, np = f.nspan * f.pps;
+    for (int p = tid; p < np; p += DMV_THREADS) {
+        const float *is = m.isum + (p / f.pps) * 16 + (p % f.pps) * wpp;
+        float x = 0.0f;
+        for (int w = 0; w < wpp; w++) x += is[w];
+        m.xsum[p] = x;
+    }
+}
+
+#include "cuda/decode_mv_i8.cuh"
+
+/* The run-time-chunked kernel of decode_mv_dyn.cu for this format and ring (rings 2..4), or
+ * NULL. */
+const void *dmv_dyn_kernel(int pps, int sbf32, int ring);
+
+#endif

@@ -1,0 +1,106 @@
+/* decode_mv_i8.cuh: the integer path of the decode matvec for MLX 4-bit (GLIM_CUDA_I8): the
+ * input row staged as signed 8-bit digits, and one weight unit on the integer tensor cores.
+ * Included by decode_mv.cuh. */
+#ifndef GLIM_CUDA_DECODE_MV_I8_CUH
+#define GLIM_CUDA_DECODE_MV_I8_CUH
+
+/* ---- the integer path (MLX 4-bit) ---------------------------------------------------------
+ * The 4-bit values enter the integer tensor cores as unsigned bytes (a mask and a shift per 8
+ * values, against two instructions per pair for bf16) and x as signed bytes: per group of the
+ * weights, x = E (d0 + d1/2^7 + d2/2^14) with E a power of two such that |x| / E <= 127, so
+ * d0 in [-127, 127] and d1, d2 in [-64, 64]. The three digits are three columns of B; each
+ * m16n8k32 sums 32 products exactly in 32 bits, and per group lane t = 0 holds the d0 and d1
+ * sums (combined as 128 D0 + D1, exact in fp32 for groups up to 64), lane t = 1 the d2 sum.
+ * A digit decomposition is exact but for the last rounding: each x within E 2^-15, i.e. 2^-21 of
+ * the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No offset on the weights, so the
+ * bias term is bias * sum(x) with the plain sum.
+ *
+ * Shared memory: digits at m.sx, [span][digit 3][t 4][i 4][8 bytes]: the 8 bytes of (i, t) are
+ * the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then {1,3,5,7} (rows 16+4t..),
+ * the order in which the low and high nibbles of the weight word land in A. (E, sum x) per
+ * group as float2 at m.isum. */
+#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
+
+/* The low bytes of four ints as one word (two byte permutes and a third to join them). */
+__device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
+    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
+}
+
+/* Stages the fp32 row m.row as digits. Item q (8 elements, one weight word of one lane) is a
+ * thread; the items of one group are 16 / pps consecutive lanes, which share the group's
+ * maximum and sum by shuffles. Deterministic (fixed shuffle trees). */
+static __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
+    const gcu_xfmt &f = d.f;
+    const int K = d.K, nitems = f.kx / 8, lane = threadIdx.x & 31, lp = 16 / f.pps;
+    float2 *ex = (float2 *)m.isum;
+    for (int base = (threadIdx.x >> 5) * 32; base < nitems; base += DMV_THREADS) {
+        const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
+        float v[8];
+        int ow = 0;
+        if (q < nitems) dmv_load_n(m.row, dmv_item(f, q, &ow), 8, K, v);
+        else
+            for (int k = 0; k < 8; k++) v[k] = 0.0f;
+        float mx = 0.0f, sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) mx = fmaxf(mx, fabsf(v[k])), sum += v[k];
+        for (int o = 1; o < lp; o <<= 1) {
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        }
+        /* E = 2^e >= max / 127 from the exponent bits (E at least 2^-100: smaller groups are
+         * zero to fp32 anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the
+         * products say so. Digits by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. */
+        const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
+        const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
+        const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f;
+        int dg[3][8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float y = v[k] * inv, t0 = y + R, r0 = (y - (t0 - R)) * 128.0f, t1 = r0 + R;
+            const float r1 = (r0 - (t1 - R)) * 128.0f, t2 = r1 + R;
+            dg[0][k] = __float_as_int(t0) - 0x4B400000;
+            dg[1][k] = __float_as_int(t1) - 0x4B400000;
+            dg[2][k] = __float_as_int(t2) - 0x4B400000;
+        }
+        if (q < nitems) {
+            const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
+            uint2 *dst = (uint2 *)((unsigned char *)m.sx + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
+#pragma unroll
+            for (int c = 0; c < 3; c++)
+                dst[c * 16] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
+                                         dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
+            if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
+        }
+    }
+}
+
+/* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
+ * dp: the lane's 32 bytes of digits for the span (column g < 3; others zero), ep: the span's
+ * (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
+ * t = 1, 0 else). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
+                                            const float2 *ep, float cw, bool xvalid, float *acc) {
+    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[1] : z;
+    const uint32_t M = 0x0F0F0F0Fu;
+#pragma unroll
+    for (int pc = 0; pc < PPS; pc++) {
+        int dd[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int ii = 0; ii < 4 / PPS; ii++) {
+            const int i = pc * (4 / PPS) + ii;
+            const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
+            const uint4 &b = i < 2 ? b01 : b23;
+            const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
+            gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
+        }
+        float sg, bg, sh, bh;
+        mv_scales(s, pc, &sg, &bg, &sh, &bh);
+        const float2 e = ep[pc];
+        const float ec = e.x * cw, X = xvalid ? e.y : 0.0f;
+        acc[0] = fmaf(sg * ec, (float)(dd[0] * 128 + dd[1]), fmaf(bg, X, acc[0]));
+        acc[1] = fmaf(sh * ec, (float)(dd[2] * 128 + dd[3]), fmaf(bh, X, acc[1]));
+    }
+}
+
+#endif
