@@ -223,12 +223,14 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
               "step x launches |\n"
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
     for (int i = 0; i < n; i++) {
-        char ph[64] = "";
-        if (rows[i].loop_us > 0)
+        char last[32] = "", ph[64] = ""; /* decode matvecs only */
+        if (rows[i].loop_us > 0) {
+            snprintf(last, sizeof last, "%.2f", rows[i].loop_last_us);
             snprintf(ph, sizeof ph, "%.2f / %.2f / %.2f", rows[i].wait_us, rows[i].pro_us, rows[i].loop_us);
-        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s%.2f | %s | %.0f (%.1f%%) |\n",
+        }
+        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f (%.1f%%) |\n",
              rows[i].name, rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].release_us,
-             rows[i].run_us, rows[i].spread_us, rows[i].loop_us > 0 ? "" : "(", rows[i].loop_last_us, ph,
+             rows[i].run_us, rows[i].spread_us, last, ph,
              rows[i].step_us * rows[i].count, tok > 0 ? 100.0 * rows[i].step_us * rows[i].count / tok : 0.0);
     }
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"

@@ -385,9 +385,10 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
         blocks = gcu_sm_count();
         if (c->max_blocks > 0 && blocks > c->max_blocks) blocks = c->max_blocks;
         if (blocks > d->nchunks) blocks = d->nchunks;
-        if (kp > 1 && (size_t)d->nchunks * 32 * sizeof(float2) > c->partial_cap)
+        const size_t need = (size_t)d->nchunks * 32 * sizeof(float2);
+        if (kp > 1 && need > c->partial_cap)
             return glim_fail(err, GLIM_E_ARG, "decode matvec: %d row-block pieces need %zu bytes of "
-                             "merge space, %zu given", d->nchunks, (size_t)d->nchunks * 256, c->partial_cap);
+                             "merge space, %zu given", d->nchunks, need, c->partial_cap);
     }
     *blocks_out = (int)blocks;
     *smem_out = smem;
@@ -501,6 +502,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     float *src = NULL, *hin = NULL, *wa = NULL, *wo = NULL, *hout = NULL, *dout = NULL;
     float2 *part = NULL;
     int *cnt = NULL, *dyn = NULL;
+    const size_t part_bytes = gcu_mv_partial_bytes(gcu_sm_count(), 2);
     float *first = (float *)malloc(sizeof(float) * (rows > 0 ? rows : 1));
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain,
@@ -511,7 +513,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         (s = gcu_check(cudaMemset(hout, 0xff, sizeof(float) * K), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * rows), "alloc", err)) ||
         (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * rows), "poison", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 2)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, part_bytes), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dyn, 2 * sizeof(int)), "alloc", err)) ||
         (s = gcu_check(cudaMemset(dyn, 0, 2 * sizeof(int)), "memset", err)) ||
@@ -544,7 +546,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.i8 = p->i8;
         c.dyn = p->dyn;
         c.dyn_ctr = dyn;
-        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 2);
+        c.partial_cap = part_bytes;
         c.max_blocks = p->max_blocks;
         /* twice: the second run checks that the merge counters were left at zero and that
          * the order in which warps finish (different each run) changes no bit */

@@ -346,6 +346,12 @@ typedef struct sess_plan {
 
 static int qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2 * g->Hkv * g->D; }
 
+/* Bytes of the matvecs' merge space (mv_part): what the session allocates and what each decode
+ * call is told it has. */
+static size_t sess_mv_part_bytes(const gcu_model *g) {
+    return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
+}
+
 static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     sess_plan p;
     memset(&p, 0, sizeof p);
@@ -383,7 +389,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     int np = nf < 8 ? nf : 8, G = g->H / g->Hkv;
     size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
     p.att = (a1 > a2 ? a1 : a2) * 4;
-    p.mv = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
+    p.mv = sess_mv_part_bytes(g);
     return p;
 }
 
@@ -748,7 +754,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.i8 = g->opt.i8;
     c.dyn = g->opt.dyn;
     c.dyn_ctr = s->dyn_cnt;
-    c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
+    c.partial_cap = sess_mv_part_bytes(g);
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);

@@ -270,7 +270,7 @@ __device__ __forceinline__ unsigned long long gcu_tl_now() {
 __device__ __forceinline__ void gcu_tl_mark(unsigned long long *tl, int field) {
     if (!tl || threadIdx.x != 0) return;
     const unsigned long long t = gcu_tl_now();
-    if (field == GCU_TL_END || field == GCU_TL_LOOP_LAST) atomicMax(tl + field, t);
+    if (field == GCU_TL_END) atomicMax(tl + field, t);
     else atomicMin(tl + field, t);
 }
 /* The end of a block (every thread calls it, after the block's last work). */
@@ -318,7 +318,6 @@ __host__ __device__ __forceinline__ void gcu_split(float x, uint32_t *hi, uint32
     *lo = gcu_bf16_bits(x - gcu_bits_f32(h << 16));
 }
 
-/* d += A(16x16 bf16, row) * B(16x8 bf16, col), fp32 accumulate. */
 /* d += A B on the integer tensor cores: A 16x32 unsigned bytes, B 32x8 signed bytes, exact
  * 32-bit sums (lane roles as the bf16 mma, with 4 bytes per register along k). */
 __device__ __forceinline__ void gcu_imma(int d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -329,6 +328,7 @@ __device__ __forceinline__ void gcu_imma(int d[4], uint32_t a0, uint32_t a1, uin
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+/* d += A(16x16 bf16, row) * B(16x8 bf16, col), fp32 accumulate. */
 __device__ __forceinline__ void gcu_mma(float d[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                         uint32_t a3, uint32_t b0, uint32_t b1) {
     asm volatile(
