@@ -345,14 +345,17 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[20];
         int nv = 0;
-        v[nv].name = "default (decode_mv.cu path, graph, PDL, no L2 prefetch, 3 units in flight per warp, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "default (decode_mv path, weights by bulk copies into a shared-memory ring, graph, PDL, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "register ring of 3 units per warp (k_dmv, GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
+        v[nv].name = "shared-memory ring of at most 4 units per warp", v[nv].o = base, v[nv++].o.tma_slots = 4;
+        v[nv].name = "shared-memory ring of at most 6 units per warp", v[nv].o = base, v[nv++].o.tma_slots = 6;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
-        v[nv].name = "2 units in flight per warp", v[nv].o = base, v[nv++].o.dmv_ring = 2;
+        v[nv].name = "register ring of 2 units per warp", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.dmv_ring = 2;
         v[nv].name = "attention: few-key tiles one warp per (head, key)", v[nv].o = base, v[nv++].o.att_few = 1;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
-        v[nv].name = "ring requested once the prologue's rows are in", v[nv].o = base, v[nv++].o.late_ring = 1;
-        v[nv].name = "ring requested after staging", v[nv].o = base, v[nv++].o.late_ring = 2;
-        v[nv].name = "L2 prefetch of 8 units past the ring (before the wait)", v[nv].o = base, v[nv++].o.pf_units = 8;
+        v[nv].name = "register ring requested once the prologue's rows are in", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.late_ring = 1;
+        v[nv].name = "register ring requested after staging", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.late_ring = 2;
+        v[nv].name = "register ring, L2 prefetch of 8 units past it (before the wait)", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.pf_units = 8;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

@@ -305,14 +305,15 @@ static glim_status dmv_init(glim_error *err) {
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 10; f++) { /* scale type x ring 2..6 */
-                const void *fns[4] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                const void *fns[5] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1),
-                                      kinds[k] == GCU_KIND_Q ? dmv_dyn_kernel(pps[p], f & 1, 2 + (f >> 1)) : NULL};
-                for (int i = 0; i < 4; i++) {
+                                      kinds[k] == GCU_KIND_Q ? dmv_dyn_kernel(pps[p], f & 1, 2 + (f >> 1)) : NULL,
+                                      dmv_tma_kernel(kinds[k], pps[p], f & 1)};
+                for (int i = 0; i < 5; i++) {
                     if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         DMV_SMEM_MAX);
+                                                         i == 4 ? dmv_tma_smem_cap() : DMV_SMEM_MAX);
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
@@ -404,6 +405,16 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s != GLIM_OK) return s;
     const void *fn = d.nchunks ? dmv_dyn_kernel(c->m->f.pps, c->m->sbf32, c->ring)
                                : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
+    if (c->tma && !d.i8 && !d.nchunks) {
+        int slots, off;
+        const size_t sm = dmv_tma_geometry(c->m, c->pro, c->K, d.mv.cs, c->tma_slots, &slots, &off);
+        if (sm) { /* else the register ring: the call does not fit the shared-memory one */
+            d.tslots = slots;
+            d.tring_off = off;
+            fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32);
+            smem = sm;
+        }
+    }
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
                      "decode matvec launch", err);
@@ -548,6 +559,15 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.dyn_ctr = dyn;
         c.partial_cap = part_bytes;
         c.max_blocks = p->max_blocks;
+        c.tma = p->tma;
+        c.tma_slots = p->tma_slots;
+        if (c.tma) { /* the test is of k_dmv_tma: an error, not the register ring, if it cannot run */
+            int slots, off;
+            if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_slots, &slots, &off)) {
+                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the shared-memory ring does not fit");
+                goto out;
+            }
+        }
         /* twice: the second run checks that the merge counters were left at zero and that
          * the order in which warps finish (different each run) changes no bit */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) {

@@ -36,6 +36,9 @@ struct DmvArgs {
      * at run time; dyn_ctr: [claims, blocks done], zero between launches */
     int kparts, nchunks;
     int *dyn_ctr;
+    /* k_dmv_tma (decode_mv_tma.cu): units per warp in its shared-memory ring, and the ring's
+     * byte offset in dynamic shared memory */
+    int tslots, tring_off;
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -89,6 +92,18 @@ __device__ __forceinline__ void dmv_request_inputs(const DmvArgs &a, const DmvSm
     if (a.pro == GCU_PRO_RESID) gcu_row_async(a.K, a.h_in, m.hrow);
 }
 
+/* One element of the residual add (y = h + centred_norm(s)) and of the consumer's norm: every
+ * prologue (the matvecs', k_dmv_resid's, k_dmv_tma's from registers) computes them with these
+ * two expressions, so their bits agree. */
+__device__ __forceinline__ float dmv_resid_value(float s, float inv, float h, float wa) {
+    const float y = s * inv;
+    return h + y * (1.0f + wa);
+}
+__device__ __forceinline__ float dmv_norm_value(float v, float inv, float w, int centered) {
+    const float y = v * inv;
+    return centered ? y * (1.0f + w) : y * w;
+}
+
 /* RESID, first half (rows already in shared memory): row = h_in + centred_norm(src; w_add)
  * (block 0 writes it to h_out). Returns this thread's part of the sum of squares of the new
  * row. k_dmv_resid runs exactly this code, so that a NORM prologue over its output gives the
@@ -101,8 +116,7 @@ static __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double
     const bool writer = blockIdx.x == 0 && a.h_out;
     ss = 0.0;
     for (int i = tid; i < K; i += DMV_THREADS) {
-        float y = m.row[i] * inv;
-        y = m.hrow[i] + y * (1.0f + m.wadd[i]);
+        const float y = dmv_resid_value(m.row[i], inv, m.hrow[i], m.wadd[i]);
         m.row[i] = y;
         if (writer) a.h_out[i] = y;
         ss += (double)y * y;
@@ -123,25 +137,25 @@ static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, doubl
     /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
      * bits of the RESID prologue */
     float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
-    for (int i = tid; i < K; i += DMV_THREADS) {
-        float y = m.row[i] * inv;
-        m.row[i] = a.norm_out == GCU_NORM_CENTERED ? y * (1.0f + m.wout[i]) : y * m.wout[i];
-    }
+    for (int i = tid; i < K; i += DMV_THREADS)
+        m.row[i] = dmv_norm_value(m.row[i], inv, m.wout[i], a.norm_out == GCU_NORM_CENTERED);
     __syncthreads();
 }
 
-/* n (4 or 8) consecutive elements from e, zero past K; float4 loads when aligned. */
+/* n (4 or 8) consecutive elements from e, zero past K; float4 loads when aligned. GSRC: src is
+ * in global memory, written by the previous kernel (read through L2, never a stale L1 line). */
+template <bool GSRC>
 __device__ __forceinline__ void dmv_load_n(const float *src, int e, int n, int K, float *v) {
     if (e + n <= K && ((((uintptr_t)(src + e)) & 15) == 0)) {
-        float4 a = *(const float4 *)(src + e);
+        float4 a = GSRC ? __ldcg((const float4 *)(src + e)) : *(const float4 *)(src + e);
         v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
         if (n == 8) {
-            float4 b = *(const float4 *)(src + e + 4);
+            float4 b = GSRC ? __ldcg((const float4 *)(src + e + 4)) : *(const float4 *)(src + e + 4);
             v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
         }
         return;
     }
-    for (int j = 0; j < n; j++) v[j] = e + j < K ? src[e + j] : 0.0f;
+    for (int j = 0; j < n; j++) v[j] = e + j < K ? (GSRC ? __ldcg(src + e + j) : src[e + j]) : 0.0f;
 }
 
 /* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
@@ -156,12 +170,13 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
     return f.bits == 8 ? e0 >> 1 : e0;
 }
 
-/* Stages the prologue's fp32 row (m.row, in shared memory) into the kernel's format:
+/* Stages the prologue's fp32 row (src: m.row in shared memory, or with GSRC the raw input in
+ * global memory) into the kernel's format:
  * hi/lo columns and, for MLX weights, the per-group sums of the values as represented (hi + lo),
  * which is what the 16+q offset has to be taken back against. Items go in batches of DMV_BATCH per
  * thread, all loads of a batch issued before any use. Deterministic: fixed summation order. */
-static __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
-    const float *src = m.row;
+template <bool GSRC>
+static __device__ void dmv_stage_from(const DmvArgs &d, const DmvSmem &m, const float *src) {
     const gcu_xfmt &f = d.f;
     const int K = d.K, tid = threadIdx.x, nitems = f.kx / 8;
     const int eight = f.kind == GCU_KIND_Q && f.bits == 8, ne = eight ? 4 : 8;
@@ -172,7 +187,7 @@ static __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
 #pragma unroll
         for (int b = 0; b < DMV_BATCH; b++) {
             const int q = q0 + b * DMV_THREADS;
-            if (q < nitems) dmv_load_n(src, dmv_item(f, q, &ow[b]), ne, K, v[b]);
+            if (q < nitems) dmv_load_n<GSRC>(src, dmv_item(f, q, &ow[b]), ne, K, v[b]);
         }
 #pragma unroll
         for (int b = 0; b < DMV_BATCH; b++) {
@@ -213,8 +228,20 @@ static __device__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
         m.xsum[p] = x;
     }
 }
+static __device__ __forceinline__ void dmv_stage(const DmvArgs &d, const DmvSmem &m) {
+    dmv_stage_from<false>(d, m, m.row);
+}
 
 #include "cuda/decode_mv_i8.cuh"
+
+/* decode_mv_tma.cu: the kernel whose weights stream into a shared-memory ring by bulk copies
+ * (NULL when the format has none), its dynamic shared memory limit, and its geometry for one
+ * call: the bytes of dynamic shared memory it needs (0: it cannot take the call), the units per
+ * warp ring (*slots, at most max_slots when > 0) and the ring's offset. cs: the staged column
+ * stride (dmv_cs). */
+const void *dmv_tma_kernel(int kind, int pps, int sbf32);
+int dmv_tma_smem_cap(void);
+size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int max_slots, int *slots, int *ring_off);
 
 /* The run-time-chunked kernel of decode_mv_dyn.cu for this format and ring (rings 2..4), or
  * NULL. */

@@ -37,7 +37,7 @@ static __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
         const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
         float v[8];
         int ow = 0;
-        if (q < nitems) dmv_load_n(m.row, dmv_item(f, q, &ow), 8, K, v);
+        if (q < nitems) dmv_load_n<false>(m.row, dmv_item(f, q, &ow), 8, K, v);
         else
             for (int k = 0; k < 8; k++) v[k] = 0.0f;
         float mx = 0.0f, sum = 0.0f;

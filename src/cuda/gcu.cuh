@@ -153,6 +153,9 @@ typedef struct gcu_dmv_call {
     int *dyn_ctr;              /* its counters: 2 device ints, zero (left zero) */
     size_t partial_cap;        /* bytes of `partial` (chunks that cut row blocks merge there) */
     int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
+    int tma;                   /* weights into a shared-memory ring by bulk copies (k_dmv_tma)
+                                  where the call fits it; ignored with i8 */
+    int tma_slots;             /* its units per warp ring at most (0: as many as fit) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
@@ -293,6 +296,46 @@ __device__ __forceinline__ void gcu_tl_phases(unsigned long long *tl, const unsi
 /* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
 __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+/* Bulk asynchronous copies (the copy engine, TMA) into shared memory, completing on an
+ * mbarrier: the decode matvec's weight ring (decode_mv_tma.cu). Addresses 16-byte aligned,
+ * sizes multiples of 16. */
+__device__ __forceinline__ unsigned gcu_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void gcu_mbar_init(uint64_t *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(gcu_smem_addr(bar)), "r"(count) : "memory");
+}
+/* Makes this thread's mbarrier.init visible to the copy engine before its first use. */
+__device__ __forceinline__ void gcu_mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+/* Arrives once on bar, announcing `bytes` bytes the copy engine will deliver to it. */
+__device__ __forceinline__ void gcu_mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(gcu_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+/* Waits until the phase of bar with this parity has completed (its bytes are visible). */
+__device__ __forceinline__ void gcu_mbar_wait(uint64_t *bar, unsigned parity) {
+    const unsigned a = gcu_smem_addr(bar);
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+    } while (!done);
+}
+/* Orders this thread's (and, after a barrier, its group's) ordinary shared-memory accesses
+ * before the copy engine's next writes. */
+__device__ __forceinline__ void gcu_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+/* Global [src, src+bytes) into shared dst by the copy engine, completing on bar; pol: L2 hint. */
+__device__ __forceinline__ void gcu_bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *bar,
+                                             uint64_t pol) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1], %2, [%3], %4;" ::"r"(gcu_smem_addr(dst)), "l"(src), "r"(bytes),
+                 "r"(gcu_smem_addr(bar)), "l"(pol)
+                 : "memory");
 }
 
 __device__ __forceinline__ float gcu_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }

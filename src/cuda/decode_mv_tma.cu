@@ -1,0 +1,255 @@
+/* decode_mv_tma.cu: the decode matvec with its weights streamed by the copy engine (TMA) into a
+ * ring in shared memory (GLIM_CUDA_TMA, default on), instead of into registers.
+ *
+ * Why: the register ring of k_dmv holds 3 units (3.4 KB) per warp, ~55 KB per SM, because a
+ * deeper ring spills. That is just enough against the memory latency of a kernel running alone,
+ * not in the graph, and nothing streams while a block waits for the previous kernel or runs its
+ * prologue. Here each warp owns a ring of up to TMA_SLOTS units in shared memory (9 for the
+ * 6656-wide products: ~166 KB per SM in flight); lane 0 requests unit j + slots with one bulk
+ * copy as unit j is done, completing on the slot's mbarrier. The whole ring is requested at
+ * block start, before the PDL wait: weights do not depend on the previous kernel, and a block
+ * only starts once the previous kernel's block on its SM has left (shared memory), so the ring
+ * fills while the rest of the grid finishes and while the prologue runs. All of o_proj's share
+ * fits in the ring.
+ *
+ * To leave room for the ring, the prologue keeps no fp32 rows but the one it stages from: the
+ * RESID/NORM inputs and gains come into registers (each thread its elements tid + 512 j, the
+ * order in which dmv_residual and dmv_prepare_row sum, and through the same expressions, so
+ * the bits are those of k_dmv and k_dmv_resid); RAW inputs are staged straight from global
+ * memory. Warp ranges, the per-unit computation, the merge and the epilogues are k_dmv's. */
+#include "cuda/decode_mv.cuh"
+
+#define TMA_SLOTS 16        /* units per warp ring at most */
+#define TMA_JM 16           /* NORM/RESID: elements per thread in registers (K <= 8192) */
+#define TMA_SMEM_MAX (224 * 1024)
+
+/* One unit from the ring (shared memory) into registers: k_dmv's mv_load_p, from shared. */
+template <int KIND, int PPS, bool SBF32>
+__device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane) {
+    s.a0 = up[2 * lane];
+    s.a1 = up[2 * lane + 1];
+    if (KIND == GCU_KIND_Q) {
+        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
+        const int g = lane >> 2;
+        if (SBW == 2) {
+            const uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
+            s.sb[0] = v.x;
+            s.sb[1] = v.y;
+        } else {
+#pragma unroll
+            for (int k = 0; k < SBW / 4; k++) {
+                const uint4 v = up[64 + g * (SBW / 4) + k];
+                s.sb[4 * k] = v.x;
+                s.sb[4 * k + 1] = v.y;
+                s.sb[4 * k + 2] = v.z;
+                s.sb[4 * k + 3] = v.w;
+            }
+        }
+    }
+}
+
+/* Shared memory of k_dmv_tma: the staged hi/lo columns, group and item sums, the fp32 row
+ * (NORM/RESID only), then the rings (tring_off, 128-byte aligned). */
+__device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
+    DmvSmem m;
+    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
+    m.sx = (__nv_bfloat16 *)base;
+    m.xsum = (float *)(m.sx + 2 * (size_t)cs);
+    m.isum = m.xsum + ((np + 3) & ~3);
+    m.row = m.isum + (d.f.kind == GCU_KIND_Q ? d.f.nspan * 16 : 0);
+    m.hrow = m.wadd = m.wout = NULL;
+    return m;
+}
+
+/* NORM/RESID from registers into m.row: the arithmetic of dmv_residual + dmv_prepare_row, in
+ * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). */
+static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch,
+                                                       float *s, const float *h, const float *wa,
+                                                       const float *wo) {
+    const int K = a.K, tid = threadIdx.x;
+    double ss = 0.0;
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++)
+        if (tid + j * DMV_THREADS < K) ss += (double)s[j] * s[j];
+    if (a.pro == GCU_PRO_RESID) {
+        const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+        const bool writer = blockIdx.x == 0 && a.h_out;
+        ss = 0.0;
+#pragma unroll
+        for (int j = 0; j < TMA_JM; j++) {
+            const int i = tid + j * DMV_THREADS;
+            if (i >= K) break;
+            const float y = dmv_resid_value(s[j], inv, h[j], wa[j]);
+            s[j] = y;
+            if (writer) a.h_out[i] = y;
+            ss += (double)y * y;
+        }
+    }
+    const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++) {
+        const int i = tid + j * DMV_THREADS;
+        if (i >= K) break;
+        m.row[i] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
+    }
+    __syncthreads();
+}
+
+template <int KIND, int PPS, bool SBF32>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
+    extern __shared__ __align__(128) uint4 dmv_smem[];
+    __shared__ double scratch[DMV_WARPS];
+    __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
+    __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, loop start */
+    const MvArgs &a = d.mv;
+    constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int wg = blockIdx.x * DMV_WARPS + warp;
+    int u0 = 0, u1 = 0; /* this warp's units, as k_dmv's */
+    if (wg < a.W) {
+        u0 = (int)(a.nunits * wg / a.W);
+        u1 = (int)(a.nunits * (wg + 1) / a.W);
+    }
+    const int n = u1 - u0, S = d.tslots, uw = a.unit_u4;
+    const unsigned ub = (unsigned)uw * 16u;
+    uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * uw;
+    uint64_t *bar = bars[warp];
+    const uint4 *wsrc = a.w + (size_t)u0 * uw;
+    const uint64_t pol = mv_policy();
+    if (threadIdx.x == 0) dmv_stamp(d, 0);
+    gcu_tl_mark(d.tl, GCU_TL_START);
+    if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
+
+    /* the ring, requested before anything else: unit j goes to slot j % S */
+    if (lane == 0) {
+        for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
+        gcu_mbar_init_fence();
+        for (int j = 0; j < S && j < n; j++) {
+            gcu_mbar_expect_tx(&bar[j], ub);
+            gcu_bulk_g2s(ring + (size_t)j * uw, wsrc + (size_t)j * uw, ub, &bar[j], pol);
+        }
+    }
+    __syncwarp();
+
+    const DmvSmem m = tma_smem_at(d, dmv_smem);
+    const bool rows = d.pro != GCU_PRO_RAW;
+    float s[TMA_JM], h[TMA_JM], wa[TMA_JM], wo[TMA_JM];
+    if (rows) { /* the gains are weights: before the wait */
+#pragma unroll
+        for (int j = 0; j < TMA_JM; j++) {
+            const int i = threadIdx.x + j * DMV_THREADS;
+            wa[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldg(d.w_add + i) : 0.0f;
+            wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
+        }
+    }
+    gcu_pdl_wait();
+    if (threadIdx.x == 0) dmv_stamp(d, 1);
+    gcu_tl_mark(d.tl, GCU_TL_RELEASE);
+    if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
+
+    if (rows) {
+#pragma unroll
+        for (int j = 0; j < TMA_JM; j++) {
+            const int i = threadIdx.x + j * DMV_THREADS;
+            s[j] = i < d.K ? __ldcg(d.src + i) : 0.0f;
+            h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
+        }
+        tma_prepare_row(d, m, scratch, s, h, wa, wo);
+    }
+    if (threadIdx.x == 0) dmv_stamp(d, 2);
+    if (rows) dmv_stage_from<false>(d, m, m.row);
+    else dmv_stage_from<true>(d, m, d.src);
+    __syncthreads();
+    /* every block of this grid is resident: the next kernel may launch (its blocks take the SMs
+     * this grid's blocks leave) */
+    gcu_pdl_trigger();
+    if (threadIdx.x == 0) dmv_stamp(d, 3);
+    if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
+
+    /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
+    const bool bvalid = g < 2, xvalid = t == 0;
+    const __nv_bfloat16 *b0 = m.sx + (size_t)(bvalid ? g : 0) * a.cs + t * 8;
+    int rb = u0 / a.nspan, sp = u0 % a.nspan;
+    const __nv_bfloat16 *bp = b0 + sp * SPAN;
+    const float *xp = m.xsum + sp * PPS;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    bool first = true;
+    int slot = 0;
+    unsigned phase = 0;
+    for (int j = 0; j < n; j++) {
+        gcu_mbar_wait(&bar[slot], phase);
+        MvSlot<KIND, PPS, SBF32> u;
+        tma_unit_load(u, ring + (size_t)slot * uw, lane);
+        mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
+        /* the slot's bytes are in every lane's registers and used: refill it */
+        __syncwarp();
+        if (lane == 0 && j + S < n) {
+            gcu_fence_proxy_async();
+            gcu_mbar_expect_tx(&bar[slot], ub);
+            gcu_bulk_g2s(ring + (size_t)slot * uw, wsrc + (size_t)(j + S) * uw, ub, &bar[slot], pol);
+        }
+        if (++slot == S) {
+            slot = 0;
+            phase ^= 1u;
+        }
+        if (threadIdx.x == 0 && j == 0) dmv_stamp(d, 4); /* the first unit is in */
+        bp += SPAN;
+        xp += PPS;
+        if (++sp == a.nspan || j + 1 == n) {
+            float vg[1], vh[1];
+            vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
+            vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
+            acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+            mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+            first = false;
+            rb++;
+            sp = 0;
+            bp = b0;
+            xp = m.xsum;
+        }
+    }
+    if (d.stamps) {
+        if (threadIdx.x == 0) dmv_stamp(d, 5);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dmv_stamp(d, 6);
+            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
+        }
+    }
+    gcu_tl_block_end(d.tl);
+    gcu_tl_phases(d.tl, tl_t);
+}
+
+const void *dmv_tma_kernel(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false>;
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false>;
+    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true>;
+    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false>;
+    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true>;
+    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false>;
+    case 9: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true>;
+    }
+    return NULL;
+}
+
+int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }
+
+size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int max_slots, int *slots, int *ring_off) {
+    const gcu_xfmt *f = &m->f;
+    if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
+        (m->unit_bytes & 15))
+        return 0;
+    const size_t np = (size_t)f->nspan * (f->kind == GCU_KIND_Q ? f->pps : 1), K4 = (size_t)(K + 3) & ~(size_t)3;
+    size_t base = (size_t)2 * cs * 2 + ((np + 3) & ~(size_t)3) * 4 +
+                  (f->kind == GCU_KIND_Q ? (size_t)f->nspan * 16 * 4 : 0) + (pro != GCU_PRO_RAW ? K4 * 4 : 0);
+    base = (base + 127) & ~(size_t)127;
+    if (base >= TMA_SMEM_MAX) return 0;
+    long long S = (long long)(TMA_SMEM_MAX - base) / ((long long)DMV_WARPS * m->unit_bytes);
+    if (S > TMA_SLOTS) S = TMA_SLOTS;
+    if (max_slots > 0 && S > max_slots) S = max_slots;
+    if (S < 2) return 0;
+    *slots = (int)S;
+    *ring_off = (int)base;
+    return base + (size_t)S * DMV_WARPS * m->unit_bytes;
+}
