@@ -32,7 +32,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
  * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
- * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS override the defaults). */
+ * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -65,7 +65,8 @@ typedef struct gcu_options {
                       (GLIM_CUDA_DYN, 0) instead of equal static shares */
     int tma;       /* decode matvec: weights stream by bulk copies into a ring in shared memory
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
-    int tma_slots; /* its units per warp at most (GLIM_CUDA_TMA_SLOTS, 0: as many as fit) */
+    int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 0: as many as fit) */
+    int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 1) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -161,7 +162,8 @@ typedef struct gcu_test_dmv {
     int dyn;                     /* with i8: chunks taken at run time (gcu_dmv_call.dyn) */
     int max_blocks;              /* at most this many blocks (0: one per SM) */
     int tma;                     /* the shared-memory ring by bulk copies (gcu_dmv_call.tma) */
-    int tma_slots;               /* its units per warp at most (0: as many as fit) */
+    int tma_slots;               /* its slots per warp at most (0: as many as fit) */
+    int tma_chunk;               /* units per slot (0: 1) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -407,9 +407,11 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                                : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
     if (c->tma && !d.i8 && !d.nchunks) {
         int slots, off;
-        const size_t sm = dmv_tma_geometry(c->m, c->pro, c->K, d.mv.cs, c->tma_slots, &slots, &off);
+        const int chunk = c->tma_chunk > 0 ? c->tma_chunk : 1;
+        const size_t sm = dmv_tma_geometry(c->m, c->pro, c->K, d.mv.cs, chunk, c->tma_slots, &slots, &off);
         if (sm) { /* else the register ring: the call does not fit the shared-memory one */
             d.tslots = slots;
+            d.tchunk = chunk;
             d.tring_off = off;
             fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32);
             smem = sm;
@@ -561,9 +563,11 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.max_blocks = p->max_blocks;
         c.tma = p->tma;
         c.tma_slots = p->tma_slots;
+        c.tma_chunk = p->tma_chunk;
         if (c.tma) { /* the test is of k_dmv_tma: an error, not the register ring, if it cannot run */
             int slots, off;
-            if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_slots, &slots, &off)) {
+            if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_chunk > 0 ? c.tma_chunk : 1, c.tma_slots,
+                                  &slots, &off)) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the shared-memory ring does not fit");
                 goto out;
             }

@@ -39,6 +39,7 @@ struct DmvArgs {
     /* k_dmv_tma (decode_mv_tma.cu): units per warp in its shared-memory ring, and the ring's
      * byte offset in dynamic shared memory */
     int tslots, tring_off;
+    int tchunk; /* units per slot (one bulk copy) */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -236,12 +237,13 @@ static __device__ __forceinline__ void dmv_stage(const DmvArgs &d, const DmvSmem
 
 /* decode_mv_tma.cu: the kernel whose weights stream into a shared-memory ring by bulk copies
  * (NULL when the format has none), its dynamic shared memory limit, and its geometry for one
- * call: the bytes of dynamic shared memory it needs (0: it cannot take the call), the units per
- * warp ring (*slots, at most max_slots when > 0) and the ring's offset. cs: the staged column
+ * call: the bytes of dynamic shared memory it needs (0: it cannot take the call), the slots of
+ * `chunk` units per warp ring (*slots, at most max_slots when > 0) and the ring's offset. cs: the staged column
  * stride (dmv_cs). */
 const void *dmv_tma_kernel(int kind, int pps, int sbf32);
 int dmv_tma_smem_cap(void);
-size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int max_slots, int *slots, int *ring_off);
+size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int max_slots, int *slots,
+                        int *ring_off);
 
 /* The run-time-chunked kernel of decode_mv_dyn.cu for this format and ring (rings 2..4), or
  * NULL. */

@@ -4,9 +4,10 @@
  * Why: the register ring of k_dmv holds 3 units (3.4 KB) per warp, ~55 KB per SM, because a
  * deeper ring spills. That is just enough against the memory latency of a kernel running alone,
  * not in the graph, and nothing streams while a block waits for the previous kernel or runs its
- * prologue. Here each warp owns a ring of up to TMA_SLOTS units in shared memory (9 for the
- * 6656-wide products: ~166 KB per SM in flight); lane 0 requests unit j + slots with one bulk
- * copy as unit j is done, completing on the slot's mbarrier. The whole ring is requested at
+ * prologue. Here each warp owns a ring of up to TMA_SLOTS slots of `tchunk` units in shared
+ * memory (9 units for the 6656-wide products: ~166 KB per SM in flight); as a slot's chunk is
+ * done, lane 0 requests the chunk S slots ahead with one bulk copy, completing on the slot's
+ * mbarrier. The whole ring is requested at
  * block start, before the PDL wait: weights do not depend on the previous kernel, and a block
  * only starts once the previous kernel's block on its SM has left (shared memory), so the ring
  * fills while the rest of the grid finishes and while the prologue runs. All of o_proj's share
@@ -110,9 +111,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         u0 = (int)(a.nunits * wg / a.W);
         u1 = (int)(a.nunits * (wg + 1) / a.W);
     }
-    const int n = u1 - u0, S = d.tslots, uw = a.unit_u4;
+    const int n = u1 - u0, S = d.tslots, C = d.tchunk, uw = a.unit_u4;
+    const int nch = (n + C - 1) / C; /* this warp's chunks of C units, one bulk copy each */
     const unsigned ub = (unsigned)uw * 16u;
-    uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * uw;
+    uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * C * uw;
     uint64_t *bar = bars[warp];
     const uint4 *wsrc = a.w + (size_t)u0 * uw;
     const uint64_t pol = mv_policy();
@@ -120,14 +122,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     gcu_tl_mark(d.tl, GCU_TL_START);
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
 
-    /* the ring, requested before anything else: unit j goes to slot j % S */
+    /* the ring, requested before anything else: chunk c goes to slot c % S */
+    auto request = [&](int c, int slot) {
+        const unsigned bytes = (unsigned)min(C, n - c * C) * ub;
+        gcu_mbar_expect_tx(&bar[slot], bytes);
+        gcu_bulk_g2s(ring + (size_t)slot * C * uw, wsrc + (size_t)c * C * uw, bytes, &bar[slot], pol);
+    };
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
-        for (int j = 0; j < S && j < n; j++) {
-            gcu_mbar_expect_tx(&bar[j], ub);
-            gcu_bulk_g2s(ring + (size_t)j * uw, wsrc + (size_t)j * uw, ub, &bar[j], pol);
-        }
+        for (int c = 0; c < S && c < nch; c++) request(c, c);
     }
     __syncwarp();
 
@@ -174,23 +178,26 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const float *xp = m.xsum + sp * PPS;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true;
-    int slot = 0;
+    int slot = 0, k = 0; /* unit j is unit k of the chunk in `slot` */
     unsigned phase = 0;
     for (int j = 0; j < n; j++) {
-        gcu_mbar_wait(&bar[slot], phase);
+        if (k == 0) gcu_mbar_wait(&bar[slot], phase);
         MvSlot<KIND, PPS, SBF32> u;
-        tma_unit_load(u, ring + (size_t)slot * uw, lane);
+        tma_unit_load(u, ring + ((size_t)slot * C + k) * uw, lane);
         mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
-        /* the slot's bytes are in every lane's registers and used: refill it */
-        __syncwarp();
-        if (lane == 0 && j + S < n) {
-            gcu_fence_proxy_async();
-            gcu_mbar_expect_tx(&bar[slot], ub);
-            gcu_bulk_g2s(ring + (size_t)slot * uw, wsrc + (size_t)(j + S) * uw, ub, &bar[slot], pol);
-        }
-        if (++slot == S) {
-            slot = 0;
-            phase ^= 1u;
+        if (++k == C || j + 1 == n) {
+            /* the chunk's bytes are in every lane's registers and used: refill its slot */
+            __syncwarp();
+            const int c = j / C;
+            if (lane == 0 && c + S < nch) {
+                gcu_fence_proxy_async();
+                request(c + S, slot);
+            }
+            k = 0;
+            if (++slot == S) {
+                slot = 0;
+                phase ^= 1u;
+            }
         }
         if (threadIdx.x == 0 && j == 0) dmv_stamp(d, 4); /* the first unit is in */
         bp += SPAN;
@@ -235,7 +242,8 @@ const void *dmv_tma_kernel(int kind, int pps, int sbf32) {
 
 int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }
 
-size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int max_slots, int *slots, int *ring_off) {
+size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int max_slots, int *slots,
+                        int *ring_off) {
     const gcu_xfmt *f = &m->f;
     if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
         (m->unit_bytes & 15))
@@ -245,11 +253,12 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int max_slots,
                   (f->kind == GCU_KIND_Q ? (size_t)f->nspan * 16 * 4 : 0) + (pro != GCU_PRO_RAW ? K4 * 4 : 0);
     base = (base + 127) & ~(size_t)127;
     if (base >= TMA_SMEM_MAX) return 0;
-    long long S = (long long)(TMA_SMEM_MAX - base) / ((long long)DMV_WARPS * m->unit_bytes);
+    if (chunk < 1) return 0;
+    long long S = (long long)(TMA_SMEM_MAX - base) / ((long long)DMV_WARPS * chunk * m->unit_bytes);
     if (S > TMA_SLOTS) S = TMA_SLOTS;
     if (max_slots > 0 && S > max_slots) S = max_slots;
     if (S < 2) return 0;
     *slots = (int)S;
     *ring_off = (int)base;
-    return base + (size_t)S * DMV_WARPS * m->unit_bytes;
+    return base + (size_t)S * DMV_WARPS * chunk * m->unit_bytes;
 }

@@ -50,6 +50,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.dyn = env_int("GLIM_CUDA_DYN", 0); /* session 5, run 5: 116.2 vs 134.7 (static shares) */
     o.tma = env_int("GLIM_CUDA_TMA", 1);
     o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 0);
+    o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -759,6 +760,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.partial_cap = sess_mv_part_bytes(g);
     c.tma = g->opt.tma;
     c.tma_slots = g->opt.tma_slots;
+    c.tma_chunk = g->opt.tma_chunk;
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);

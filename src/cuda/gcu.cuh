@@ -155,7 +155,8 @@ typedef struct gcu_dmv_call {
     int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
     int tma;                   /* weights into a shared-memory ring by bulk copies (k_dmv_tma)
                                   where the call fits it; ignored with i8 */
-    int tma_slots;             /* its units per warp ring at most (0: as many as fit) */
+    int tma_slots;             /* its slots per warp ring at most (0: as many as fit) */
+    int tma_chunk;             /* units per slot, one bulk copy each (0: 1) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
