@@ -42,7 +42,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_TMA_SLOTS=2 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_TMA_SLOTS=2 GLIM_CUDA_I8=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -102,8 +102,11 @@ if has attenv; then
 fi
 if has sass; then # the default decode matvec, bf16 path and integer path
     : >"$OUT/sass.txt"
-    for fn in _Z5k_dmvILi0ELi2ELb0ELi3ELb0EEv7DmvArgs _Z5k_dmvILi0ELi2ELb0ELi3ELb1EEv7DmvArgs; do
-        cuobjdump --dump-sass --function "$fn" build/src/cuda/decode_mv.o >"$OUT/sass_one.txt" 2>&1
+    for fn in decode_mv:_Z5k_dmvILi0ELi2ELb0ELi3ELb0EEv7DmvArgs decode_mv:_Z5k_dmvILi0ELi2ELb0ELi3ELb1EEv7DmvArgs \
+        decode_mv_tma:_Z9k_dmv_tmaILi0ELi2ELb0ELb0EEv7DmvArgs decode_mv_tma:_Z9k_dmv_tmaILi0ELi2ELb0ELb1EEv7DmvArgs; do
+        obj=build/src/cuda/${fn%%:*}.o
+        fn=${fn#*:}
+        cuobjdump --dump-sass --function "$fn" "$obj" >"$OUT/sass_one.txt" 2>&1
         say "sass $fn: $(grep -cE '/\*[0-9a-f]{4}\*/' "$OUT/sass_one.txt") instructions, $(grep -cE 'HMMA|IMMA' "$OUT/sass_one.txt") mma"
         cat "$OUT/sass_one.txt" >>"$OUT/sass.txt"
     done

@@ -350,6 +350,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "shared-memory ring of at most 4 units per warp", v[nv].o = base, v[nv++].o.tma_slots = 4;
         v[nv].name = "shared-memory ring of at most 6 units per warp", v[nv].o = base, v[nv++].o.tma_slots = 6;
         v[nv].name = "shared-memory ring, 2 units per bulk copy", v[nv].o = base, v[nv++].o.tma_chunk = 2;
+        v[nv].name = "shared-memory ring, integer path (GLIM_CUDA_I8=1)", v[nv].o = base, v[nv++].o.i8 = 1;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "register ring of 2 units per warp", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.dmv_ring = 2;
         v[nv].name = "attention: few-key tiles one warp per (head, key)", v[nv].o = base, v[nv++].o.att_few = 1;

@@ -305,15 +305,16 @@ static glim_status dmv_init(glim_error *err) {
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 10; f++) { /* scale type x ring 2..6 */
-                const void *fns[5] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                const void *fns[6] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1),
                                       kinds[k] == GCU_KIND_Q ? dmv_dyn_kernel(pps[p], f & 1, 2 + (f >> 1)) : NULL,
-                                      dmv_tma_kernel(kinds[k], pps[p], f & 1)};
-                for (int i = 0; i < 5; i++) {
+                                      dmv_tma_kernel(kinds[k], pps[p], f & 1, 0),
+                                      dmv_tma_kernel(kinds[k], pps[p], f & 1, 1)};
+                for (int i = 0; i < 6; i++) {
                     if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         i == 4 ? dmv_tma_smem_cap() : DMV_SMEM_MAX);
+                                                         i >= 4 ? dmv_tma_smem_cap() : DMV_SMEM_MAX);
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
@@ -405,7 +406,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s != GLIM_OK) return s;
     const void *fn = d.nchunks ? dmv_dyn_kernel(c->m->f.pps, c->m->sbf32, c->ring)
                                : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
-    if (c->tma && !d.i8 && !d.nchunks) {
+    if (c->tma && !d.nchunks) {
         int slots, off;
         const int chunk = c->tma_chunk > 0 ? c->tma_chunk : 1;
         const size_t sm = dmv_tma_geometry(c->m, c->pro, c->K, d.mv.cs, chunk, c->tma_slots, &slots, &off);
@@ -413,7 +414,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
             d.tslots = slots;
             d.tchunk = chunk;
             d.tring_off = off;
-            fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32);
+            fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d.i8);
             smem = sm;
         }
     }

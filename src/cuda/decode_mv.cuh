@@ -236,11 +236,11 @@ static __device__ __forceinline__ void dmv_stage(const DmvArgs &d, const DmvSmem
 #include "cuda/decode_mv_i8.cuh"
 
 /* decode_mv_tma.cu: the kernel whose weights stream into a shared-memory ring by bulk copies
- * (NULL when the format has none), its dynamic shared memory limit, and its geometry for one
+ * (i8: on the integer path; NULL when the format has none), its dynamic shared memory limit, and its geometry for one
  * call: the bytes of dynamic shared memory it needs (0: it cannot take the call), the slots of
  * `chunk` units per warp ring (*slots, at most max_slots when > 0) and the ring's offset. cs: the staged column
  * stride (dmv_cs). */
-const void *dmv_tma_kernel(int kind, int pps, int sbf32);
+const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8);
 int dmv_tma_smem_cap(void);
 size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int max_slots, int *slots,
                         int *ring_off);

@@ -26,10 +26,12 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
     return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
-/* Stages the fp32 row m.row as digits. Item q (8 elements, one weight word of one lane) is a
- * thread; the items of one group are 16 / pps consecutive lanes, which share the group's
- * maximum and sum by shuffles. Deterministic (fixed shuffle trees). */
-static __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
+/* Stages the fp32 row src (m.row in shared memory, or with GSRC the raw input in global memory)
+ * as digits. Item q (8 elements, one weight word of one lane) is a thread; the items of one
+ * group are 16 / pps consecutive lanes, which share the group's maximum and sum by shuffles.
+ * Deterministic (fixed shuffle trees). */
+template <bool GSRC>
+static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, const float *src) {
     const gcu_xfmt &f = d.f;
     const int K = d.K, nitems = f.kx / 8, lane = threadIdx.x & 31, lp = 16 / f.pps;
     float2 *ex = (float2 *)m.isum;
@@ -37,7 +39,7 @@ static __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
         const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
         float v[8];
         int ow = 0;
-        if (q < nitems) dmv_load_n<false>(m.row, dmv_item(f, q, &ow), 8, K, v);
+        if (q < nitems) dmv_load_n<GSRC>(src, dmv_item(f, q, &ow), 8, K, v);
         else
             for (int k = 0; k < 8; k++) v[k] = 0.0f;
         float mx = 0.0f, sum = 0.0f;
@@ -72,6 +74,9 @@ static __device__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
             if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
         }
     }
+}
+static __device__ __forceinline__ void dmv_stage_i8(const DmvArgs &d, const DmvSmem &m) {
+    dmv_stage_i8_from<false>(d, m, m.row);
 }
 
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.

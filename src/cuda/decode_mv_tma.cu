@@ -17,7 +17,8 @@
  * RESID/NORM inputs and gains come into registers (each thread its elements tid + 512 j, the
  * order in which dmv_residual and dmv_prepare_row sum, and through the same expressions, so
  * the bits are those of k_dmv and k_dmv_resid); RAW inputs are staged straight from global
- * memory. Warp ranges, the per-unit computation, the merge and the epilogues are k_dmv's. */
+ * memory. Warp ranges, the per-unit computation (bf16 hi/lo, or the integer path with
+ * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv.cuh"
 
 #define TMA_SLOTS 16        /* units per warp ring at most */
@@ -96,7 +97,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     __syncthreads();
 }
 
-template <int KIND, int PPS, bool SBF32>
+template <int KIND, int PPS, bool SBF32, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
@@ -161,8 +162,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         tma_prepare_row(d, m, scratch, s, h, wa, wo);
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
-    if (rows) dmv_stage_from<false>(d, m, m.row);
-    else dmv_stage_from<true>(d, m, d.src);
+    if (I8) {
+        if (rows) dmv_stage_i8_from<false>(d, m, m.row);
+        else dmv_stage_i8_from<true>(d, m, d.src);
+    } else {
+        if (rows) dmv_stage_from<false>(d, m, m.row);
+        else dmv_stage_from<true>(d, m, d.src);
+    }
     __syncthreads();
     /* every block of this grid is resident: the next kernel may launch (its blocks take the SMs
      * this grid's blocks leave) */
@@ -176,6 +182,12 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     int rb = u0 / a.nspan, sp = u0 % a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = m.xsum + sp * PPS;
+    /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
+    const bool dvalid = g < 3;
+    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
+    const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true;
     int slot = 0, k = 0; /* unit j is unit k of the chunk in `slot` */
@@ -184,7 +196,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         if (k == 0) gcu_mbar_wait(&bar[slot], phase);
         MvSlot<KIND, PPS, SBF32> u;
         tma_unit_load(u, ring + ((size_t)slot * C + k) * uw, lane);
-        mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
+        if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+        else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
         if (++k == C || j + 1 == n) {
             /* the chunk's bytes are in every lane's registers and used: refill its slot */
             __syncwarp();
@@ -200,19 +213,30 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             }
         }
         if (threadIdx.x == 0 && j == 0) dmv_stamp(d, 4); /* the first unit is in */
-        bp += SPAN;
-        xp += PPS;
+        if constexpr (I8) {
+            dp += DMV_I8_SPAN_U4;
+            ep += PPS;
+        } else {
+            bp += SPAN;
+            xp += PPS;
+        }
         if (++sp == a.nspan || j + 1 == n) {
             float vg[1], vh[1];
             vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
             vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
             acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+            if constexpr (I8) { /* lane t = 1's d2 sums into lane t = 0 */
+                vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
+                vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
+            }
             mv_finish<1>(a, rb, first, wg, lane, vg, vh);
             first = false;
             rb++;
             sp = 0;
             bp = b0;
             xp = m.xsum;
+            dp = d0;
+            ep = e0;
         }
     }
     if (d.stamps) {
@@ -227,17 +251,21 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     gcu_tl_phases(d.tl, tl_t);
 }
 
-const void *dmv_tma_kernel(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false>;
+template <bool I8>
+static const void *tma_pick(int kind, int pps, int sbf32) {
+    if (kind == GCU_KIND_DENSE) return I8 ? NULL : (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false, false>;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false>;
-    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true>;
-    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false>;
-    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true>;
-    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false>;
-    case 9: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true>;
+    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false, I8>;
+    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true, I8>;
+    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false, I8>;
+    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true, I8>;
+    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false, I8>;
+    case 9: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true, I8>;
     }
     return NULL;
+}
+const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8) {
+    return i8 ? tma_pick<true>(kind, pps, sbf32) : tma_pick<false>(kind, pps, sbf32);
 }
 
 int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }
@@ -245,7 +273,7 @@ int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }
 size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int max_slots, int *slots,
                         int *ring_off) {
     const gcu_xfmt *f = &m->f;
-    if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
+    if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32, 0) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
         (m->unit_bytes & 15))
         return 0;
     const size_t np = (size_t)f->nspan * (f->kind == GCU_KIND_Q ? f->pps : 1), K4 = (size_t)(K + 3) & ~(size_t)3;

@@ -154,7 +154,7 @@ typedef struct gcu_dmv_call {
     size_t partial_cap;        /* bytes of `partial` (chunks that cut row blocks merge there) */
     int max_blocks;            /* tests: at most this many blocks (0: one per SM) */
     int tma;                   /* weights into a shared-memory ring by bulk copies (k_dmv_tma)
-                                  where the call fits it; ignored with i8 */
+                                  where the call fits it (the integer path too with i8) */
     int tma_slots;             /* its slots per warp ring at most (0: as many as fit) */
     int tma_chunk;             /* units per slot, one bulk copy each (0: 1) */
 } gcu_dmv_call;
