@@ -20,7 +20,9 @@ nvidia-smi -L 2>&1 | tee -a "$S"
 say "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 
 t0=$(date +%s)
-rm -f build/src/cuda/*.o # the Makefile does not track the .cuh headers of the .cu files
+# the Makefile tracks headers through nvcc -MD, but a carried or stale build must not be trusted;
+# KEEP_BUILD=1 (a second call in the same run) keeps the objects just built
+[ "${KEEP_BUILD:-0}" = 1 ] || rm -f build/src/cuda/*.o
 if ! scripts/device_build.sh >"$OUT/build.log" 2>&1; then
     say "BUILD FAILED (tail of build.log follows)"
     tail -30 "$OUT/build.log" | tee -a "$S"
