@@ -200,7 +200,7 @@ static void matvec_swiglu_softcap(void) {
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
     const int i8 = (mode >= 1 && mode <= 3) || mode == 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
-    const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode == 5 ? 2 : 1;
+    const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -253,7 +253,7 @@ static void decode_matvec(void) {
      * time; 3 the same on 3 blocks (many chunks each); 4 bf16 hi/lo with the weights in a
      * shared-memory ring by bulk copies (k_dmv_tma), 2 and 3 units per warp (the ring wraps
      * many times) and as many as fit; 5 the same with 2 units per bulk copy (a warp's last
-     * chunk may be a single unit); 6 the shared-memory ring on the integer path */
+     * chunk may be a single unit); 6 the shared-memory ring of 2-unit slots on the integer path (the default) */
     for (int mode = 0; mode < 7; mode++)
     for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);

@@ -60,13 +60,13 @@ typedef struct gcu_options {
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
     int i8;        /* decode matvec on MLX 4-bit: integer tensor cores, x as 8-bit digits
-                      (GLIM_CUDA_I8, 0) instead of bf16 hi + lo */
+                      (GLIM_CUDA_I8, 1) instead of bf16 hi + lo */
     int dyn;       /* with i8: blocks take row-block chunks from a counter, so faster SMs do more
                       (GLIM_CUDA_DYN, 0) instead of equal static shares */
     int tma;       /* decode matvec: weights stream by bulk copies into a ring in shared memory
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
-    int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 0: as many as fit) */
-    int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 1) */
+    int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
+    int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

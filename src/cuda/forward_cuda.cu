@@ -46,11 +46,14 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
-    o.i8 = env_int("GLIM_CUDA_I8", 0);   /* session 5, run 4: 129.4 vs 135.8 tok/s (bf16) */
+    /* session 6 (bench/RESULTS.md v9): on the shared-memory ring of 2 slots of 2 units the
+     * integer path gives 157.6 tok/s, bf16 141.8, the register ring 136.2 (session 5: the integer
+     * path on the register ring 129.4 vs 135.8) */
+    o.i8 = env_int("GLIM_CUDA_I8", 1);
     o.dyn = env_int("GLIM_CUDA_DYN", 0); /* session 5, run 5: 116.2 vs 134.7 (static shares) */
     o.tma = env_int("GLIM_CUDA_TMA", 1);
-    o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 0);
-    o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 1);
+    o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 2); /* fewer bytes in flight measured faster */
+    o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 2);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
