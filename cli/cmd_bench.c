@@ -346,20 +346,17 @@ static int run_bench(const bench_opts *o) {
         struct { const char *name; gcu_options o; } v[20];
         int nv = 0;
         v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, graph, PDL, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
         v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
         v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
+        v[nv].name = "register ring, integer path, sequentially consistent fences", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.fence_sc = 1;
         v[nv].name = "bf16 hi/lo on the shared-memory ring (GLIM_CUDA_I8=0)", v[nv].o = base, v[nv++].o.i8 = 0;
         v[nv].name = "shared-memory ring of 3 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 3;
         v[nv].name = "shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv++].o.tma_chunk = 3;
-        v[nv].name = "shared-memory ring of as many 1-unit slots as fit", v[nv].o = base, v[nv].o.tma_chunk = 1, v[nv++].o.tma_slots = 0;
+        v[nv].name = "shared-memory ring of 4 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 4;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
-        v[nv].name = "register ring of 2 units per warp", v[nv].o = base, v[nv].o.tma = 0, v[nv].o.i8 = 0, v[nv++].o.dmv_ring = 2;
-        v[nv].name = "attention: few-key tiles one warp per (head, key)", v[nv].o = base, v[nv++].o.att_few = 1;
-        v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
-        v[nv].name = "register ring requested once the prologue's rows are in", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.late_ring = 1;
-        v[nv].name = "register ring requested after staging", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.late_ring = 2;
-        v[nv].name = "register ring, L2 prefetch of 8 units past it (before the wait)", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.pf_units = 8;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
+        v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);

@@ -377,12 +377,12 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             mine[G * D + h] = sm.m[h];
             mine[G * D + G + h] = sm.l[h];
         }
-        __threadfence();
+        gcu_fence_gpu(a.fence_sc);
         __syncthreads();
         if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) == nsp - 1;
         __syncthreads();
         if (!*sm.flag) return;
-        __threadfence();
+        gcu_fence_gpu(a.fence_sc);
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
     if (nsp > 1) at_merge(a.part + (size_t)grp * a.nsplit * pstride, pstride, sm, G, D, nsp, o);

@@ -359,6 +359,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     a.partial = c->partial;
     a.counters = c->counters;
     a.cs = dmv_cs(&m->f);
+    a.fence_sc = c->fence_sc;
     a.qoff = m->f.bits == 8 ? -(16.0f + 16.0f * 16.0f) : -16.0f; /* 16+lo + 16*(16+hi) for 8 bits */
     d->pro = c->pro;
     d->K = c->K;

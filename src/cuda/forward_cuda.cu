@@ -54,6 +54,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.tma = env_int("GLIM_CUDA_TMA", 1);
     o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 2); /* fewer bytes in flight measured faster */
     o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 2);
+    o.fence_sc = env_int("GLIM_CUDA_FENCE_SC", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -618,6 +619,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;
     c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
+    c.fence_sc = g->opt.fence_sc;
     c.tl = T == 1 ? gcu_tl_take(s, GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
@@ -764,6 +766,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.tma = g->opt.tma;
     c.tma_slots = g->opt.tma_slots;
     c.tma_chunk = g->opt.tma_chunk;
+    c.fence_sc = g->opt.fence_sc;
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);

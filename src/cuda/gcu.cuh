@@ -157,6 +157,7 @@ typedef struct gcu_dmv_call {
                                   where the call fits it (the integer path too with i8) */
     int tma_slots;             /* its slots per warp ring at most (0: as many as fit) */
     int tma_chunk;             /* units per slot, one bulk copy each (0: 1) */
+    int fence_sc;              /* the merges' fences sequentially consistent (gcu_fence_gpu) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
@@ -230,6 +231,7 @@ typedef struct gcu_attn_call {
                                   while this one is used); else one, less shared memory */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
     int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
+    int fence_sc;              /* the split merge's fences sequentially consistent (gcu_fence_gpu) */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
@@ -297,6 +299,16 @@ __device__ __forceinline__ void gcu_tl_phases(unsigned long long *tl, const unsi
 /* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
 __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
+/* The fence of the message-passing pattern the merges use (partials written, fence, counter
+ * atomic; the last arrival: fence, partials read): acquire-release at GPU scope is what the
+ * pattern needs. __threadfence() is the sequentially consistent fence.sc.gpu (MEMBAR.SC.GPU),
+ * which is stronger than needed and waits longer; sc selects it (GLIM_CUDA_FENCE_SC, for the
+ * bench's comparison). */
+__device__ __forceinline__ void gcu_fence_gpu(int sc) {
+    if (sc) __threadfence();
+    else asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
 /* Bulk asynchronous copies (the copy engine, TMA) into shared memory, completing on an

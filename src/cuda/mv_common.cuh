@@ -34,6 +34,7 @@ struct MvArgs {
     __nv_bfloat16 *sxs;
     float *sxsum;
     int *span_cnt;
+    int fence_sc; /* gcu_fence_gpu's choice for the merges below */
 };
 
 __device__ __forceinline__ uint64_t mv_policy() {
@@ -172,14 +173,14 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
         }
     }
     if (a.fuse) { /* SWIGLU, T == 1; every lane of the warp is here */
-        __threadfence();
+        gcu_fence_gpu(a.fence_sc);
         __syncwarp();
         int span = rb / a.span_rbs, nrb = (a.out_rows + 7) / 8;
         int need = min(a.span_rbs, nrb - span * a.span_rbs), old = 0;
         if (lane == 0) old = atomicAdd(&a.span_cnt[span], 1);
         old = __shfl_sync(0xffffffffu, old, 0);
         if (old == need - 1) { /* the span's last row block: stage it */
-            __threadfence();
+            gcu_fence_gpu(a.fence_sc);
             const float *act = a.out;
             const int n = a.out_rows;
             auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
@@ -209,13 +210,13 @@ __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, 
     float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
-    __threadfence();
+    gcu_fence_gpu(a.fence_sc);
     __syncwarp();
     int old = 0;
     if (lane == 0) old = atomicAdd(&a.counters[rb], 1);
     old = __shfl_sync(0xffffffffu, old, 0);
     if (old != wl - wf) return;
-    __threadfence();
+    gcu_fence_gpu(a.fence_sc);
     float sg[NB], sh[NB];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
