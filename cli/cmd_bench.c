@@ -354,6 +354,9 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "shared-memory ring of 3 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 3;
         v[nv].name = "shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv++].o.tma_chunk = 3;
         v[nv].name = "shared-memory ring of 4 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 4;
+        v[nv].name = "shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv++].o.late_ring = 1;
+        v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
+        v[nv].name = "shared-memory ring: first slot at block start, the other after staging (GLIM_CUDA_LATE_RING=3)", v[nv].o = base, v[nv++].o.late_ring = 3;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;

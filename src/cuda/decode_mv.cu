@@ -79,7 +79,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
-    const int ring_at = d.ring_at;
+    const int ring_at = d.ring_at == 3 ? 0 : d.ring_at; /* 3: k_dmv_tma's split request */
     /* weights are static: the copy engine (TMA) can pull a warp's units past its ring into L2
      * while the prologue runs (measured slower: the prologue's own loads queue behind them) */
     if (lane == 0 && d.pf_units > 0) {
@@ -373,7 +373,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->eps_out = c->eps_out;
     d->f = m->f;
     d->pf_units = c->pf_units;
-    d->ring_at = c->late_ring < 0 || c->late_ring > 2 ? 0 : c->late_ring;
+    d->ring_at = c->late_ring < 0 || c->late_ring > 3 ? 0 : c->late_ring;
     d->stamps = c->stamps;
     d->tl = c->tl;
     d->i8 = dmv_i8(c);

@@ -129,11 +129,21 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         gcu_mbar_expect_tx(&bar[slot], bytes);
         gcu_bulk_g2s(ring + (size_t)slot * C * uw, wsrc + (size_t)c * C * uw, bytes, &bar[slot], pol);
     };
+    /* when the ring is requested (d.ring_at): 0 whole at block start; 1 once the prologue's
+     * global reads are done (the norms' rows, or a RAW row's staging); 2 after staging; 3 its
+     * first slot at block start, the others after staging. Later requests leave the prologue's
+     * loads an emptier memory system; earlier ones have weights arriving while it runs. */
+    const int ring_at = d.ring_at;
+    auto request_ring = [&](int from, int to) {
+        if (lane == 0)
+            for (int c = from; c < to && c < nch; c++) request(c, c);
+    };
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
-        for (int c = 0; c < S && c < nch; c++) request(c, c);
     }
+    if (ring_at == 0) request_ring(0, S);
+    if (ring_at == 3) request_ring(0, 1);
     __syncwarp();
 
     const DmvSmem m = tma_smem_at(d, dmv_smem);
@@ -160,6 +170,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
         }
         tma_prepare_row(d, m, scratch, s, h, wa, wo);
+        if (ring_at == 1) request_ring(0, S);
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     if (I8) {
@@ -169,6 +180,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         if (rows) dmv_stage_from<false>(d, m, m.row);
         else dmv_stage_from<true>(d, m, d.src);
     }
+    if (ring_at == 2 || (ring_at == 1 && !rows)) request_ring(0, S);
+    if (ring_at == 3) request_ring(1, S);
     __syncthreads();
     /* every block of this grid is resident: the next kernel may launch (its blocks take the SMs
      * this grid's blocks leave) */

@@ -34,6 +34,7 @@ extern "C" {
 #define GCU_TMAX 32             /* tokens one forward sub-chunk carries */
 #define GCU_ATT_THREADS 256
 #define GCU_ATT_TILE 64         /* keys per attention tile */
+#define GCU_ATT_GROUPS_MAX 16   /* groups of a two-level split merge (attention.cu) at most */
 
 enum { GCU_KIND_Q = 0, GCU_KIND_DENSE = 1 };
 
@@ -141,7 +142,9 @@ typedef struct gcu_dmv_call {
     int pf_units, pdl;
     int ring;                  /* units in flight per warp: 2, 3 or 4 */
     int late_ring;             /* when the ring's first weights are requested: 0 before the
-                                  PDL wait, 1 once the prologue's rows are in, 2 after staging */
+                                  PDL wait, 1 once the prologue's rows are in, 2 after staging;
+                                  3 (k_dmv_tma; 0 for k_dmv): one slot first, the rest after
+                                  staging */
     long long *stamps;         /* profiling, or NULL: per block 8 readings: clock64 at start, after
                                   the PDL wait, after the norms, after staging, when warp 0's first
                                   unit is in, at warp 0's end, at the block's end; globaltimer at
@@ -219,6 +222,8 @@ typedef struct gcu_attn_call {
     int T, nsplit;
     float *part;               /* partials */
     int *counters;             /* [T*Hkv], zero */
+    int *counters1;            /* the two-level merge's first level: [T*Hkv*hgroups]
+                                  [GCU_ATT_GROUPS_MAX], zero; NULL: one level */
     float *aout;               /* [T][H*D] gated output */
     const gcu_xfmt *f;         /* o_proj input format, or NULL: no staging */
     __nv_bfloat16 *xs;
