@@ -201,6 +201,8 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
                          int epi, int centered, int ring, int mode) {
     const int i8 = (mode >= 1 && mode <= 3) || mode == 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
+    /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
+    const int late_ring = tma ? (ring + 1) % 4 : ring <= 4 ? ring - 2 : 0;
     hmat W = make_mat(rows, K, bits, group, sdt, 0.1f), U;
     int swiglu = epi == GCU_EPI_SWIGLU;
     if (swiglu) U = make_mat(rows, K, bits, group, sdt, 0.1f);
@@ -226,7 +228,7 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
         cpu_swiglu(ref, ref, ru, (int)rows);
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
-    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, ring <= 4 ? ring - 2 : 0, i8, dyn,
+    gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
                       max_blocks, tma, tma_slots, tma_chunk};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);

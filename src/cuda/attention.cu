@@ -16,8 +16,7 @@
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 
 #define AT_SMEM_MAX (200 * 1024)
-#define AT_BATCH 8 /* partials of one thread the merge has in flight together */
-#define AT_GROUP 8 /* splits per group of a two-level merge */
+#define AT_BATCH 4 /* partials of one thread the merge has in flight together */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
@@ -197,7 +196,7 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
             L += sm.ml[s * G + h] * e;
         }
         L = gcu_warp_sum(L);
-        if (lane == 0) sm.l[h] = L, sm.m[h] = M; /* M: for a two-level merge's first level */
+        if (lane == 0) sm.l[h] = L;
     }
     __syncthreads();
     const int nout = G * D4, P = nout < GCU_ATT_THREADS ? GCU_ATT_THREADS / nout : 1;
@@ -239,21 +238,6 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
             }
             o[0] = acc;
         }
-    }
-}
-
-/* This block's partial at dst: o (as the tile loop holds it), then sm.m and sm.l. */
-__device__ __forceinline__ void at_put_partial(float *dst, const AtSmem &sm, const float4 o[AT_MAXC], int G, int D) {
-    const int tid = threadIdx.x, D4 = D / 4;
-#pragma unroll
-    for (int c = 0; c < AT_MAXC; c++) {
-        const int idx = tid + c * GCU_ATT_THREADS;
-        if (idx / D4 >= G) break;
-        ((float4 *)dst)[idx] = o[c];
-    }
-    for (int h = tid; h < G; h += GCU_ATT_THREADS) {
-        dst[G * D + h] = sm.m[h];
-        dst[G * D + G + h] = sm.l[h];
     }
 }
 
@@ -381,41 +365,27 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const size_t pstride = (size_t)G * D + 2 * G;
     /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
     const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
-    float *const gbase = a.part + (size_t)grp * a.nsplit * pstride;
+    float *mine = a.part + ((size_t)grp * a.nsplit + sp) * pstride;
     if (nsp > 1) {
-        /* Over more than AT_GROUP splits the merge is two levels: the last block of each group
-         * of AT_GROUP consecutive splits merges the group's partials into the group's first
-         * slot, and the last of those merges the groups. One block merging them all was one
-         * SM reading every partial (1 MB for 16 heads over 128 splits at 32k keys, the tail of
-         * the kernel); per level it reads at most AT_GROUP or nsp / AT_GROUP of them. */
-        const bool two = a.counters1 && nsp > AT_GROUP && nsp <= AT_GROUP * GCU_ATT_GROUPS_MAX;
-        const int gi = sp / AT_GROUP, ng = (nsp + AT_GROUP - 1) / AT_GROUP;
-        at_put_partial(gbase + (size_t)sp * pstride, sm, o, G, D);
+#pragma unroll
+        for (int c = 0; c < AT_MAXC; c++) {
+            int idx = tid + c * GCU_ATT_THREADS;
+            if (idx / D4 >= G) break;
+            ((float4 *)mine)[idx] = o[c];
+        }
+        for (int h = tid; h < G; h += GCU_ATT_THREADS) {
+            mine[G * D + h] = sm.m[h];
+            mine[G * D + G + h] = sm.l[h];
+        }
         gcu_fence_gpu(a.fence_sc);
         __syncthreads();
-        if (two) {
-            const int gs = min(AT_GROUP, nsp - gi * AT_GROUP);
-            int *c1 = a.counters1 + (size_t)grp * GCU_ATT_GROUPS_MAX + gi;
-            if (tid == 0) *sm.flag = atomicAdd(c1, 1) == gs - 1;
-            __syncthreads();
-            if (!*sm.flag) return;
-            gcu_fence_gpu(a.fence_sc);
-            float *first = gbase + (size_t)gi * AT_GROUP * pstride;
-            at_merge(first, pstride, sm, G, D, gs, o);
-            __syncthreads(); /* every thread's reads of the group's partials are done */
-            at_put_partial(first, sm, o, G, D);
-            if (tid == 0) *c1 = 0;
-            gcu_fence_gpu(a.fence_sc);
-            __syncthreads();
-        }
-        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) == (two ? ng : nsp) - 1;
+        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) == nsp - 1;
         __syncthreads();
         if (!*sm.flag) return;
         gcu_fence_gpu(a.fence_sc);
-        if (two) at_merge(gbase, (size_t)AT_GROUP * pstride, sm, G, D, ng, o);
-        else at_merge(gbase, pstride, sm, G, D, nsp, o);
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
+    if (nsp > 1) at_merge(a.part + (size_t)grp * a.nsplit * pstride, pstride, sm, G, D, nsp, o);
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
@@ -504,7 +474,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
     uint16_t *kh = (uint16_t *)malloc(2 * kvn), *vh = (uint16_t *)malloc(2 * kvn);
     float *row = NULL, *qn = NULL, *part = NULL, *ao = NULL;
     void *kc = NULL, *vc = NULL;
-    int *p0 = NULL, *cnt = NULL, *cnt1 = NULL;
+    int *p0 = NULL, *cnt = NULL;
     glim_status s = GLIM_OK;
     if (!kh || !vh) {
         s = glim_fail(err, GLIM_E_NOMEM, "out of memory");
@@ -527,9 +497,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         (s = gcu_check(cudaMalloc((void **)&p0, sizeof(int)), "alloc", err)) ||
         (s = gcu_check(cudaMemcpy(p0, &pos, sizeof(int), cudaMemcpyHostToDevice), "copy", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * Hkv), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * Hkv), "memset", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&cnt1, sizeof(int) * Hkv * GCU_ATT_GROUPS_MAX), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(cnt1, 0, sizeof(int) * Hkv * GCU_ATT_GROUPS_MAX), "memset", err)))
+        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * Hkv), "memset", err)))
         goto out;
     {
         gcu_attn_call c;
@@ -551,7 +519,6 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.few = few;
         c.part = part;
         c.counters = cnt;
-        c.counters1 = cnt1;
         c.aout = ao;
         if ((s = gcu_attn_launch(&c, 0, 0, err)) != GLIM_OK) goto out;
         if ((s = gcu_check(cudaDeviceSynchronize(), "attention", err)) != GLIM_OK) goto out;
@@ -560,6 +527,6 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
 out:
     free(kh), free(vh);
     cudaFree(row), cudaFree(qn), cudaFree(part), cudaFree(ao), cudaFree(kc), cudaFree(vc);
-    cudaFree(p0), cudaFree(cnt), cudaFree(cnt1);
+    cudaFree(p0), cudaFree(cnt);
     return s;
 }

@@ -52,7 +52,7 @@ typedef struct gcu_options {
     int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
                       once the prologue's rows are in (1) or after staging (2); the shared-
                       memory ring also its first slot first and the rest after staging (3)
-                      (GLIM_CUDA_LATE_RING, 0) */
+                      (GLIM_CUDA_LATE_RING, 3) */
     int att_group; /* attention: keys up to which a kv head's query heads spread over blocks of
                       4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 8192); beyond, one
                       block per kv head and split */
@@ -71,9 +71,6 @@ typedef struct gcu_options {
     int fence_sc;  /* the cross-block merges (matvec row blocks, attention splits) fence with
                       the sequentially consistent __threadfence (GLIM_CUDA_FENCE_SC=1) instead of
                       the acquire-release fence they need (0) */
-    int att_merge2; /* attention over more than 8 splits merges them in two levels (groups of
-                       8, then the groups; GLIM_CUDA_ATT_MERGE2, 1) instead of one block
-                       reading every partial (0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -42,7 +42,10 @@ extern "C" gcu_options gcu_options_default(void) {
     o.chain = env_int("GLIM_CUDA_CHAIN", 0);
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
-    o.late_ring = env_int("GLIM_CUDA_LATE_RING", 0);
+    /* session 7, run 3: the shared-memory ring's first slot at block start, the other after
+     * staging: 157.1 tok/s against 154.7 all at block start (1: 156.6, 2: 156.4); k_dmv (the
+     * register ring) treats 3 as 0 */
+    o.late_ring = env_int("GLIM_CUDA_LATE_RING", 3);
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
@@ -55,7 +58,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 2); /* fewer bytes in flight measured faster */
     o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 2);
     o.fence_sc = env_int("GLIM_CUDA_FENCE_SC", 0);
-    o.att_merge2 = env_int("GLIM_CUDA_ATT_MERGE2", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -415,7 +417,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     free(s->kc), free(s->vc), free(s->R);
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
-                    s->att_cnt, s->att_cnt1, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
+                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
                     s->dyn_cnt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
@@ -478,8 +480,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->xsum_i, p.xsum_i);
     DA(s->att_part, p.att);
     DA(s->att_cnt, 4ull * GCU_TMAX * g->Hkv);
-    DA(s->att_cnt1, 4ull * GCU_TMAX * g->Hkv * GCU_ATT_GROUPS_MAX);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt1, 0, 4ull * GCU_TMAX * g->Hkv * GCU_ATT_GROUPS_MAX), "memset", err);
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
@@ -608,7 +608,6 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.nsplit = T == 1 ? ns : (ns < 8 ? ns : 8);
     c.part = s->att_part;
     c.counters = s->att_cnt;
-    c.counters1 = g->opt.att_merge2 ? s->att_cnt1 : NULL;
     c.aout = s->aout;
     int whole = stage_o && (G * g->D) % span_elems(&y->o.f) == 0 && y->o.f.K == g->H * g->D;
     c.f = whole ? &y->o.f : NULL;

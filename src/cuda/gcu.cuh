@@ -34,7 +34,6 @@ extern "C" {
 #define GCU_TMAX 32             /* tokens one forward sub-chunk carries */
 #define GCU_ATT_THREADS 256
 #define GCU_ATT_TILE 64         /* keys per attention tile */
-#define GCU_ATT_GROUPS_MAX 16   /* groups of a two-level split merge (attention.cu) at most */
 
 enum { GCU_KIND_Q = 0, GCU_KIND_DENSE = 1 };
 
@@ -222,8 +221,6 @@ typedef struct gcu_attn_call {
     int T, nsplit;
     float *part;               /* partials */
     int *counters;             /* [T*Hkv], zero */
-    int *counters1;            /* the two-level merge's first level: [T*Hkv*hgroups]
-                                  [GCU_ATT_GROUPS_MAX], zero; NULL: one level */
     float *aout;               /* [T][H*D] gated output */
     const gcu_xfmt *f;         /* o_proj input format, or NULL: no staging */
     __nv_bfloat16 *xs;

@@ -48,7 +48,7 @@ struct gcu_session {
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;
     float *xsum_h, *xsum_q, *xsum_i;
     float *att_part;
-    int *att_cnt, *att_cnt1, *mv_cnt; /* att_cnt1: the two-level merge's first level */
+    int *att_cnt, *mv_cnt;
     float2 *mv_part;
     int *d_step, *h_step;
     float *h_logits;
