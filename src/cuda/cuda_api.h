@@ -68,9 +68,6 @@ typedef struct gcu_options {
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
     int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
     int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
-    int tma_o_slots; /* o_proj's shared-memory ring: slots per warp at most, all requested at
-                        block start (GLIM_CUDA_TMA_O_SLOTS; 0, the default: as many as fit, which
-                        holds a warp's whole share of o_proj; -1: as the other products) */
     int fence_sc;  /* the cross-block merges (matvec row blocks, attention splits) fence with
                       the sequentially consistent __threadfence (GLIM_CUDA_FENCE_SC=1) instead of
                       the acquire-release fence they need (0) */

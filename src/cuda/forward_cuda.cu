@@ -58,7 +58,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.tma_slots = env_int("GLIM_CUDA_TMA_SLOTS", 2); /* fewer bytes in flight measured faster */
     o.tma_chunk = env_int("GLIM_CUDA_TMA_CHUNK", 2);
     o.fence_sc = env_int("GLIM_CUDA_FENCE_SC", 0);
-    o.tma_o_slots = env_int("GLIM_CUDA_TMA_O_SLOTS", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -771,12 +770,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.tma_slots = g->opt.tma_slots;
     c.tma_chunk = g->opt.tma_chunk;
     c.fence_sc = g->opt.fence_sc;
-    if (src == s->aout && g->opt.tma_o_slots >= 0) {
-        /* o_proj launches as attention starts and waits for it: the whole ring at block start,
-         * as deep as asked, so that its weights arrive during attention */
-        c.tma_slots = g->opt.tma_o_slots;
-        c.late_ring = 0;
-    }
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);
