@@ -232,10 +232,10 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
                       max_blocks, tma, tma_slots, tma_chunk};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
-    char what[200];
+    char what[320];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
-             "ring %d%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, ring == 3 ? " (requested after the rows)" : ring == 4 ? " (after staging)" : "",
+             "ring %d (first requested: late_ring %d)%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             epi, centered ? "centred" : "plain", ring, late_ring,
              !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks",
              !tma ? "" : ring == 4 ? (tma_chunk == 2 ? ", shared-memory ring of as many 2-unit slots as fit" : ", shared-memory ring of as many units as fit")
                                     : (tma_chunk == 2 ? ", shared-memory ring (ring = its 2-unit slots per warp)" : ", shared-memory ring (ring = its units per warp)"));

@@ -68,9 +68,9 @@ typedef struct gcu_options {
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
     int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
     int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
-    int fence_sc;  /* the cross-block merges (matvec row blocks, attention splits) fence with
-                      the sequentially consistent __threadfence (GLIM_CUDA_FENCE_SC=1) instead of
-                      the acquire-release fence they need (0) */
+    int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
+                      splits) fence with the sequentially consistent __threadfence
+                      (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
