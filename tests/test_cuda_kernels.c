@@ -199,7 +199,8 @@ static void matvec_swiglu_softcap(void) {
  * tolerance. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
-    const int i8 = (mode >= 1 && mode <= 3) || mode == 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
+    const int i8 = (mode >= 1 && mode <= 3) || mode >= 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
+    const int defer_merge = mode == 7;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
     const int late_ring = tma ? (ring + 1) % 4 : ring <= 4 ? ring - 2 : 0;
@@ -229,13 +230,13 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
-                      max_blocks, tma, tma_slots, tma_chunk};
+                      max_blocks, tma, tma_slots, tma_chunk, defer_merge};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[320];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
-             "ring %d (first requested: late_ring %d)%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, late_ring,
+             "ring %d (first requested: late_ring %d)%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             epi, centered ? "centred" : "plain", ring, late_ring, defer_merge ? ", split first row block's arrival deferred" : "",
              !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks",
              !tma ? "" : ring == 4 ? (tma_chunk == 2 ? ", shared-memory ring of as many 2-unit slots as fit" : ", shared-memory ring of as many units as fit")
                                     : (tma_chunk == 2 ? ", shared-memory ring (ring = its 2-unit slots per warp)" : ", shared-memory ring (ring = its units per warp)"));
@@ -255,8 +256,9 @@ static void decode_matvec(void) {
      * time; 3 the same on 3 blocks (many chunks each); 4 bf16 hi/lo with the weights in a
      * shared-memory ring by bulk copies (k_dmv_tma), 2 and 3 units per warp (the ring wraps
      * many times) and as many as fit; 5 the same with 2 units per bulk copy (a warp's last
-     * chunk may be a single unit); 6 the shared-memory ring of 2-unit slots on the integer path (the default) */
-    for (int mode = 0; mode < 7; mode++)
+     * chunk may be a single unit); 6 the shared-memory ring of 2-unit slots on the integer path;
+     * 7 the same with a warp's split first row block arriving at the end of its range (the default) */
+    for (int mode = 0; mode < 8; mode++)
     for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);

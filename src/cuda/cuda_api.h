@@ -32,7 +32,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
  * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
- * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK override the defaults). */
+ * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
+ * GLIM_CUDA_FENCE_SC override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -68,6 +69,10 @@ typedef struct gcu_options {
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
     int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
     int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
+    int defer_merge; /* decode matvec on the shared-memory ring: a warp's first row block, when
+                        split with other warps, arrives at its merge at the end of the warp's
+                        range together with the last one (GLIM_CUDA_DEFER_MERGE, 1) instead of
+                        mid-stream (0) */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
@@ -168,6 +173,7 @@ typedef struct gcu_test_dmv {
     int tma;                     /* the shared-memory ring by bulk copies (gcu_dmv_call.tma) */
     int tma_slots;               /* its slots per warp at most (0: as many as fit) */
     int tma_chunk;               /* units per slot (0: 1) */
+    int defer_merge;             /* gcu_dmv_call.defer_merge */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

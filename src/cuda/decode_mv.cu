@@ -377,6 +377,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->stamps = c->stamps;
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
+    d->defer_merge = c->defer_merge;
     if (d->i8 && c->dyn && c->dyn_ctr && force_blocks <= 0) {
         /* chunks of ~52 units (a row block of a 6656-wide input): pieces of a row block where
          * the input is wider, as many as divide its spans evenly */
@@ -566,6 +567,7 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.tma = p->tma;
         c.tma_slots = p->tma_slots;
         c.tma_chunk = p->tma_chunk;
+        c.defer_merge = p->defer_merge;
         if (c.tma) { /* the test is of k_dmv_tma: an error, not the register ring, if it cannot run */
             int slots, off;
             if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_chunk > 0 ? c.tma_chunk : 1, c.tma_slots,

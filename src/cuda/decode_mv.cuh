@@ -40,6 +40,7 @@ struct DmvArgs {
      * byte offset in dynamic shared memory */
     int tslots, tring_off;
     int tchunk; /* units per slot (one bulk copy) */
+    int defer_merge; /* k_dmv_tma: a split first row block arrives at the end of the range */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */

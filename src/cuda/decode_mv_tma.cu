@@ -203,6 +203,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true;
+    int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
     int slot = 0, k = 0; /* unit j is unit k of the chunk in `slot` */
     unsigned phase = 0;
     for (int j = 0; j < n; j++) {
@@ -242,7 +243,19 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
                 vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
                 vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
             }
-            mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+            if (d.defer_merge) {
+                /* a split row block's arrival waits for the end of the range (the first segment
+                 * is the only split one before it), and both go in one round trip */
+                const bool split = !mv_put<1>(a, rb, first, wg, lane, vg, vh);
+                if (j + 1 == n) {
+                    if (pend >= 0 || split) mv_arrive<1>(a, pend >= 0 ? pend : rb, pend >= 0 && split ? rb : -1, lane);
+                } else if (split) {
+                    if (pend >= 0) mv_arrive<1>(a, pend, -1, lane);
+                    pend = rb;
+                }
+            } else {
+                mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+            }
             first = false;
             rb++;
             sp = 0;

@@ -160,6 +160,8 @@ typedef struct gcu_dmv_call {
     int tma_slots;             /* its slots per warp ring at most (0: as many as fit) */
     int tma_chunk;             /* units per slot, one bulk copy each (0: 1) */
     int fence_sc;              /* the merges' fences sequentially consistent (gcu_fence_gpu) */
+    int defer_merge;           /* k_dmv_tma: a warp's split first row block arrives at the end
+                                  of its range, with its last (mv_arrive) */
 } gcu_dmv_call;
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);

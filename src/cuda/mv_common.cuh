@@ -195,35 +195,30 @@ __device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
     return (int)(((u + 1) * W - 1) / U);
 }
 
-/* Out of line: it runs once per row block, and inlined into every unrolled slot of the
- * kernels' loops it made them too large for the instruction cache. */
-template <int NB>
-__device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
-                          float *vh) {
+/* The stream-K merge of a row block rb split over warps wf..wl: each writes its partial sums
+ * (mv_put), then arrives (mv_arrive: fence, counter); the last to arrive sums the partials in
+ * warp order (deterministic) and writes the row block. mv_finish does both at once; k_dmv_tma
+ * may defer a warp's first arrival to the end of its range (GLIM_CUDA_DEFER_MERGE), so that
+ * the counter's round trip is not paid mid-stream.
+ * Out of line: they run once per row block, and inlined into every unrolled slot of the
+ * kernels' loops they made them too large for the instruction cache. */
+__device__ __forceinline__ void mv_split(const MvArgs &a, int rb, int *wf, int *wl) {
     const long long U = a.nunits;
-    const int nspan = a.nspan;
-    int wf = mv_owner((long long)rb * nspan, U, a.W), wl = mv_owner((long long)(rb + 1) * nspan - 1, U, a.W);
-    if (wf == wl) {
-        mv_epilogue<NB>(a, rb, lane, vg, vh);
-        return;
-    }
-    float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
-#pragma unroll
-    for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
-    gcu_fence_gpu(a.fence_sc);
-    __syncwarp();
-    int old = 0;
-    if (lane == 0) old = atomicAdd(&a.counters[rb], 1);
-    old = __shfl_sync(0xffffffffu, old, 0);
-    if (old != wl - wf) return;
-    gcu_fence_gpu(a.fence_sc);
+    *wf = mv_owner((long long)rb * a.nspan, U, a.W);
+    *wl = mv_owner((long long)(rb + 1) * a.nspan - 1, U, a.W);
+}
+
+/* The last arrival's sum of the partials of rb and its epilogue. Every warp after wf starts its
+ * range inside rb, so rb is its first segment (slot 0); wf's slot is 0 only when its range
+ * starts exactly at rb. Loads in batches (one round trip per batch, not per warp). */
+template <int NB>
+__device__ __noinline__ void mv_merge(const MvArgs &a, int rb, int lane) {
+    int wf, wl;
+    mv_split(a, rb, &wf, &wl);
     float sg[NB], sh[NB];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++) sg[nb] = sh[nb] = 0.0f;
-    /* Every warp after wf starts its range inside rb, so rb is its first segment (slot 0); wf's
-     * slot is 0 only when its range starts exactly at rb. Loads in batches (one round trip per
-     * batch, not per warp), summed in warp order: deterministic. */
-    const int slot_f = U * wf / a.W < (long long)rb * nspan ? 1 : 0;
+    const int slot_f = a.nunits * wf / a.W < (long long)rb * a.nspan ? 1 : 0;
     constexpr int BATCH = NB == 1 ? 8 : 1;
     for (int w0 = wf; w0 <= wl; w0 += BATCH) {
         float2 v[BATCH][NB];
@@ -247,6 +242,56 @@ __device__ __noinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, 
     }
     mv_epilogue<NB>(a, rb, lane, sg, sh);
     if (lane == 0) a.counters[rb] = 0; /* ready for the next launch */
+}
+
+/* This warp's sums for rb: written out directly when rb is wholly its own (returns true), else
+ * stored as its partial (slot 0 for its first segment, 1 for its last) for mv_arrive. */
+template <int NB>
+__device__ __noinline__ bool mv_put(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
+                                    float *vh) {
+    int wf, wl;
+    mv_split(a, rb, &wf, &wl);
+    if (wf == wl) {
+        mv_epilogue<NB>(a, rb, lane, vg, vh);
+        return true;
+    }
+    float2 *pp = a.partial + (size_t)(wg * 2 + (first_seg ? 0 : 1)) * NB * 32;
+#pragma unroll
+    for (int nb = 0; nb < NB; nb++) pp[nb * 32 + lane] = make_float2(vg[nb], vh[nb]);
+    return false;
+}
+
+/* Arrives at split row blocks rb0 and (if >= 0) rb1 after this warp's partials for them are
+ * stored: one fence, both counters in flight together; merges those it completes. */
+template <int NB>
+__device__ __noinline__ void mv_arrive(const MvArgs &a, int rb0, int rb1, int lane) {
+    gcu_fence_gpu(a.fence_sc);
+    __syncwarp();
+    int o0 = 0, o1 = 0;
+    if (lane == 0) {
+        o0 = atomicAdd(&a.counters[rb0], 1);
+        if (rb1 >= 0) o1 = atomicAdd(&a.counters[rb1], 1);
+    }
+    o0 = __shfl_sync(0xffffffffu, o0, 0);
+    o1 = __shfl_sync(0xffffffffu, o1, 0);
+    int wf, wl;
+    mv_split(a, rb0, &wf, &wl);
+    const bool last0 = o0 == wl - wf;
+    bool last1 = false;
+    if (rb1 >= 0) {
+        mv_split(a, rb1, &wf, &wl);
+        last1 = o1 == wl - wf;
+    }
+    if (!last0 && !last1) return;
+    gcu_fence_gpu(a.fence_sc);
+    if (last0) mv_merge<NB>(a, rb0, lane);
+    if (last1) mv_merge<NB>(a, rb1, lane);
+}
+
+template <int NB>
+__device__ __forceinline__ void mv_finish(const MvArgs &a, int rb, bool first_seg, int wg, int lane, float *vg,
+                                          float *vh) {
+    if (!mv_put<NB>(a, rb, first_seg, wg, lane, vg, vh)) mv_arrive<NB>(a, rb, -1, lane);
 }
 
 #endif
