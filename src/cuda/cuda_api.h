@@ -33,7 +33,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
  * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
- * GLIM_CUDA_FENCE_SC override the defaults). */
+ * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -73,6 +73,9 @@ typedef struct gcu_options {
                         split with other warps, arrives at its merge at the end of the warp's
                         range together with the last one (GLIM_CUDA_DEFER_MERGE, 1) instead of
                         mid-stream (0) */
+    int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
+                      path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
+                      measured slower, bench/RESULTS.md v11) */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
@@ -178,6 +181,14 @@ typedef struct gcu_test_dmv {
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,
                                    glim_error *err);
+
+/* gate/up (W gate, W2 up, input as p describes) with its SwiGLU output staged as digits for D
+ * (down, gcu_dmv_call.stage_dig), then D on those digits (pre_dig) and D on the SwiGLU rows
+ * staged by its own prologue: act [W rows], out_staged and out_plain [D rows]. The pair runs
+ * twice; an error if a bit changes between the runs or if D would not take digits. */
+glim_status gcu_test_swiglu_down(const glim_matrix *W, const glim_matrix *W2, const glim_matrix *D,
+                                 const gcu_test_dmv *p, float *act, float *out_staged, float *out_plain,
+                                 glim_error *err);
 
 /* One token's norm stage: h' = h + norm(src) (mode 2) and x = norm_out(h'); returns h' and x. */
 typedef struct gcu_test_norm {

@@ -378,6 +378,20 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
     d->defer_merge = c->defer_merge;
+    if (c->stage_dig) {
+        const gcu_xfmt *sf = c->stage_f;
+        if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
+            !c->stage_cnt || sf->K != c->out_rows)
+            return glim_fail(err, GLIM_E_ARG, "decode matvec: staging digits needs a SwiGLU product "
+                             "feeding an MLX 4-bit consumer (groups <= 64) as wide as its output");
+        a.fuse = 2;
+        a.span_rbs = 128 / 8; /* a span of the consumer: 128 outputs, 8 per SwiGLU row block */
+        a.sf = *sf;
+        a.sdig = c->stage_dig;
+        a.sex = (float2 *)(c->stage_dig + dmv_i8_ex_offset(*sf));
+        a.span_cnt = c->stage_cnt;
+    }
+    d->pre_dig = c->pre_dig;
     if (d->i8 && c->dyn && c->dyn_ctr && force_blocks <= 0) {
         /* chunks of ~52 units (a row block of a 6656-wide input): pieces of a row block where
          * the input is wider, as many as divide its spans evenly */
@@ -399,6 +413,23 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     return GLIM_OK;
 }
 
+/* The shared-memory ring's geometry for the call (its bytes of shared memory; 0: the call
+ * runs elsewhere, on the register ring or in chunks). */
+static size_t dmv_tma_plan(const gcu_dmv_call *c, int *slots, int *off, int *chunk) {
+    if (!c->tma || (dmv_i8(c) && c->dyn && c->dyn_ctr)) return 0;
+    *chunk = c->tma_chunk > 0 ? c->tma_chunk : 1;
+    return dmv_tma_geometry(c->m, c->pro, c->K, dmv_cs(&c->m->f), *chunk, c->tma_slots, slots, off);
+}
+
+extern "C" size_t gcu_dmv_digits_bytes(const gcu_xfmt *f) {
+    return dmv_i8_ex_offset(*f) + dmv_i8_ex_bytes(*f);
+}
+
+extern "C" int gcu_dmv_takes_digits(const gcu_dmv_call *c) {
+    int slots, off, chunk;
+    return c->pro == GCU_PRO_RAW && dmv_i8(c) && c->K == c->m->f.K && dmv_tma_plan(c, &slots, &off, &chunk) > 0;
+}
+
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     glim_status s = dmv_init(err);
     DmvArgs d;
@@ -406,19 +437,19 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     size_t smem;
     if (s == GLIM_OK) s = dmv_args(c, 0, &d, &blocks, &smem, err);
     if (s != GLIM_OK) return s;
+    if (c->pre_dig && !gcu_dmv_takes_digits(c))
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: an input staged as digits needs the integer "
+                         "path on the shared-memory ring with a raw input of the matrix's width");
     const void *fn = d.nchunks ? dmv_dyn_kernel(c->m->f.pps, c->m->sbf32, c->ring)
                                : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
-    if (c->tma && !d.nchunks) {
-        int slots, off;
-        const int chunk = c->tma_chunk > 0 ? c->tma_chunk : 1;
-        const size_t sm = dmv_tma_geometry(c->m, c->pro, c->K, d.mv.cs, chunk, c->tma_slots, &slots, &off);
-        if (sm) { /* else the register ring: the call does not fit the shared-memory one */
-            d.tslots = slots;
-            d.tchunk = chunk;
-            d.tring_off = off;
-            fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d.i8);
-            smem = sm;
-        }
+    int slots, off, chunk;
+    const size_t sm = dmv_tma_plan(c, &slots, &off, &chunk);
+    if (sm) { /* else the register ring: the call does not fit the shared-memory one */
+        d.tslots = slots;
+        d.tchunk = chunk;
+        d.tring_off = off;
+        fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d.i8);
+        smem = sm;
     }
     void *args[] = {&d};
     return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
@@ -430,7 +461,7 @@ extern "C" int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n) {
     for (int i = 0; i < n; i++) {
         const gcu_mat *m = c[i].m, *m0 = c[0].m;
         if (m->f.kind != m0->f.kind || m->f.pps != m0->f.pps || m->sbf32 != m0->sbf32 ||
-            c[i].ring != c[0].ring || !gcu_dmv_fits(m, c[i].pro, c[i].K))
+            c[i].ring != c[0].ring || !gcu_dmv_fits(m, c[i].pro, c[i].K) || c[i].pre_dig)
             return 0;
     }
     return 1;
@@ -492,7 +523,41 @@ extern "C" glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t 
                      "residual add launch", err);
 }
 
-/* ---- test wrapper ------------------------------------------------------------------------ */
+/* ---- test wrappers ----------------------------------------------------------------------- */
+
+extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const float *src, const float *h_in,
+                                  float *h_out, const float *w_add, const float *w_out, float *out, int out_rows,
+                                  float2 *part, size_t part_bytes, int *cnt, gcu_dmv_call *c) {
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    c->pro = p->pro;
+    c->K = p->K;
+    c->src = src;
+    c->h_in = h_in;
+    c->h_out = p->pro == GCU_PRO_RESID ? h_out : NULL;
+    c->w_add = w_add;
+    c->eps_add = p->eps_add;
+    c->norm_out = p->out_centered ? GCU_NORM_CENTERED : GCU_NORM_PLAIN;
+    c->w_out = w_out;
+    c->eps_out = p->eps_out;
+    c->epi = p->epi;
+    c->out = out;
+    c->out_rows = out_rows;
+    c->mult = p->mult;
+    c->cap = p->cap;
+    c->partial = part;
+    c->partial_cap = part_bytes;
+    c->counters = cnt;
+    c->ring = p->ring;
+    c->late_ring = p->late_ring;
+    c->i8 = p->i8;
+    c->dyn = p->dyn;
+    c->max_blocks = p->max_blocks;
+    c->tma = p->tma;
+    c->tma_slots = p->tma_slots;
+    c->tma_chunk = p->tma_chunk;
+    c->defer_merge = p->defer_merge;
+}
 
 static glim_status dmv_upload(float **d, const float *h, size_t n, glim_error *err) {
     *d = NULL;
@@ -537,37 +602,9 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         goto out;
     {
         gcu_dmv_call c;
-        memset(&c, 0, sizeof c);
-        c.m = &m;
-        c.pro = p->pro;
-        c.K = K;
-        c.src = src;
-        c.h_in = hin;
-        c.h_out = p->pro == GCU_PRO_RESID ? hout : NULL;
-        c.w_add = wa;
-        c.eps_add = p->eps_add;
-        c.norm_out = p->out_centered ? GCU_NORM_CENTERED : GCU_NORM_PLAIN;
-        c.w_out = wo;
-        c.eps_out = p->eps_out;
-        c.epi = p->epi;
-        c.out = dout;
-        c.out_rows = rows;
-        c.mult = p->mult;
-        c.cap = p->cap;
-        c.partial = part;
-        c.counters = cnt;
+        gcu_test_dmv_call(p, &m, src, hin, hout, wa, wo, dout, rows, part, part_bytes, cnt, &c);
         c.pf_units = 2;
-        c.ring = p->ring;
-        c.late_ring = p->late_ring;
-        c.i8 = p->i8;
-        c.dyn = p->dyn;
         c.dyn_ctr = dyn;
-        c.partial_cap = part_bytes;
-        c.max_blocks = p->max_blocks;
-        c.tma = p->tma;
-        c.tma_slots = p->tma_slots;
-        c.tma_chunk = p->tma_chunk;
-        c.defer_merge = p->defer_merge;
         if (c.tma) { /* the test is of k_dmv_tma: an error, not the register ring, if it cannot run */
             int slots, off;
             if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_chunk > 0 ? c.tma_chunk : 1, c.tma_slots,

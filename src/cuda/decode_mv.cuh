@@ -41,6 +41,8 @@ struct DmvArgs {
     int tslots, tring_off;
     int tchunk; /* units per slot (one bulk copy) */
     int defer_merge; /* k_dmv_tma: a split first row block arrives at the end of the range */
+    const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits
+                                   * (gcu_dmv_call.pre_dig), copied into shared memory whole */
 };
 
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
@@ -158,18 +160,6 @@ __device__ __forceinline__ void dmv_load_n(const float *src, int e, int n, int K
         return;
     }
     for (int j = 0; j < n; j++) v[j] = e + j < K ? (GSRC ? __ldcg(src + e + j) : src[e + j]) : 0.0f;
-}
-
-/* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
- * nibble positions e0 + {0,4,1,5,2,6,3,7} of span s = q / 16, word ow (the layout of gcu.cuh),
- * i.e. 8 elements (4-bit) or 4 elements as low and high nibble (8-bit, the high one x 16); for
- * dense weights 8 columns. Returns the first element and sets *ow. */
-__device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
-    if (f.kind == GCU_KIND_DENSE) return q * 8;
-    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn / 32;
-    *ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
-    const int e0 = s * 128 + *ow * 8;
-    return f.bits == 8 ? e0 >> 1 : e0;
 }
 
 /* Stages the prologue's fp32 row (src: m.row in shared memory, or with GSRC the raw input in

@@ -18,13 +18,7 @@
  * Shared memory: digits at m.sx, [span][digit 3][t 4][i 4][8 bytes]: the 8 bytes of (i, t) are
  * the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then {1,3,5,7} (rows 16+4t..),
  * the order in which the low and high nibbles of the weight word land in A. (E, sum x) per
- * group as float2 at m.isum. */
-#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
-
-/* The low bytes of four ints as one word (two byte permutes and a third to join them). */
-__device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
-    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
-}
+ * group as float2 at m.isum (i8_digits.cuh: dmv_i8_item). */
 
 /* Stages the fp32 row src (m.row in shared memory, or with GSRC the raw input in global memory)
  * as digits. Item q (8 elements, one weight word of one lane) is a thread; the items of one
@@ -52,38 +46,7 @@ static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, con
             const int base = base0 + r * DMV_THREADS;
             if (base >= nitems) break; /* warp-uniform */
             const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
-            const float *v = vb[r];
-            float mx = 0.0f, sum = 0.0f;
-#pragma unroll
-            for (int k = 0; k < 8; k++) mx = fmaxf(mx, fabsf(v[k])), sum += v[k];
-            for (int o = 1; o < lp; o <<= 1) {
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-                sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            }
-            /* E = 2^e >= max / 127 from the exponent bits (E at least 2^-100: smaller groups are
-             * zero to fp32 anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the
-             * products say so. Digits by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. */
-            const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
-            const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
-            const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f;
-            int dg[3][8];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float y = v[k] * inv, t0 = y + R, r0 = (y - (t0 - R)) * 128.0f, t1 = r0 + R;
-                const float r1 = (r0 - (t1 - R)) * 128.0f, t2 = r1 + R;
-                dg[0][k] = __float_as_int(t0) - 0x4B400000;
-                dg[1][k] = __float_as_int(t1) - 0x4B400000;
-                dg[2][k] = __float_as_int(t2) - 0x4B400000;
-            }
-            if (q < nitems) {
-                const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
-                uint2 *dst = (uint2 *)((unsigned char *)m.sx + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
-#pragma unroll
-                for (int c = 0; c < 3; c++)
-                    dst[c * 16] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
-                                             dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
-                if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
-            }
+            dmv_i8_item(vb[r], q, q < nitems, lp, lane, (unsigned char *)m.sx, ex);
         }
     }
 }

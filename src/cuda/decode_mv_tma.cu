@@ -17,7 +17,8 @@
  * RESID/NORM inputs and gains come into registers (each thread its elements tid + 512 j, the
  * order in which dmv_residual and dmv_prepare_row sum, and through the same expressions, so
  * the bits are those of k_dmv and k_dmv_resid); RAW inputs are staged straight from global
- * memory. Warp ranges, the per-unit computation (bf16 hi/lo, or the integer path with
+ * memory, or (down, GLIM_CUDA_STAGE_I8) arrive as digits the producer's epilogue staged, by
+ * two bulk copies. Warp ranges, the per-unit computation (bf16 hi/lo, or the integer path with
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv.cuh"
 
@@ -102,6 +103,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
     __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
+    __shared__ __align__(8) uint64_t pbar; /* the input staged as digits (d.pre_dig) */
     __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, loop start */
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
@@ -138,8 +140,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         if (lane == 0)
             for (int c = from; c < to && c < nch; c++) request(c, c);
     };
+    const bool pre = I8 && d.pre_dig != NULL; /* RAW (gcu_dmv_takes_digits) */
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
+        if (pre && warp == 0) gcu_mbar_init(&pbar, 1);
         gcu_mbar_init_fence();
     }
     if (ring_at == 0) request_ring(0, S);
@@ -157,6 +161,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
         }
     }
+    if (pre) __syncthreads(); /* pbar initialised before any thread waits on it */
     gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
@@ -173,7 +178,19 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         if (ring_at == 1) request_ring(0, S);
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
-    if (I8) {
+    if (pre) {
+        /* the producer's epilogue staged the digits: one copy of them and one of the groups'
+         * (E, sum) into the places dmv_stage_i8_from fills */
+        if (threadIdx.x == 0) {
+            const unsigned nd = (unsigned)dmv_i8_ex_offset(d.f), ne = (unsigned)dmv_i8_ex_bytes(d.f);
+            const uint64_t pn = gcu_policy_normal();
+            gcu_fence_proxy_async_global();
+            gcu_mbar_expect_tx(&pbar, nd + ne);
+            gcu_bulk_g2s(m.sx, d.pre_dig, nd, &pbar, pn);
+            gcu_bulk_g2s(m.isum, d.pre_dig + nd, ne, &pbar, pn);
+        }
+        gcu_mbar_wait(&pbar, 0);
+    } else if (I8) {
         if (rows) dmv_stage_i8_from<false>(d, m, m.row);
         else dmv_stage_i8_from<true>(d, m, d.src);
     } else {

@@ -60,6 +60,11 @@ extern "C" gcu_options gcu_options_default(void) {
     o.fence_sc = env_int("GLIM_CUDA_FENCE_SC", 0);
     /* session 8, run 1: 151.0 tok/s against 148.7 without (one process, same run) */
     o.defer_merge = env_int("GLIM_CUDA_DEFER_MERGE", 1);
+    /* session 8, run 2: 149.2 tok/s with it against 150.9 without: down's prologue 5.5 -> 2.4
+     * us, but gate/up's loop 38.9 -> 44.0 us (its warps stall mid-stream on the span counters);
+     * run 4: the arrivals moved to the end of each warp's range, 147.5 against 152.0 (gate/up's
+     * block ends 8 us apart: the staging round trips at its tail), not kept */
+    o.stage_i8 = env_int("GLIM_CUDA_STAGE_I8", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -354,6 +359,7 @@ static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
 
 typedef struct sess_plan {
     size_t kv, h, qkvg, q, inter, logits, xs_h, xs_q, xs_i, xsum_h, xsum_q, xsum_i, att, mv;
+    size_t dig; /* down's input staged as digits by gate/up (GLIM_CUDA_STAGE_I8) */
 } sess_plan;
 
 static int qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2 * g->Hkv * g->D; }
@@ -402,13 +408,17 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
     p.att = (a1 > a2 ? a1 : a2) * 4;
     p.mv = sess_mv_part_bytes(g);
+    for (int l = 0; l < g->L; l++) {
+        const size_t b = gcu_dmv_digits_bytes(&g->layer[l].down.f);
+        if (b > p.dig) p.dig = b;
+    }
     return p;
 }
 
 extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
     sess_plan p = plan_session(g, n_ctx);
     return 16 + p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
-           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
+           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
            4ull * (g->inter / 32 + 2);
 }
 
@@ -420,7 +430,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->dyn_cnt};
+                    s->dyn_cnt, s->act_dig};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -484,6 +494,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->att_cnt, 4ull * GCU_TMAX * g->Hkv);
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
+    DA(s->act_dig, p.dig);
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
     DA(s->chain_bar, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
@@ -837,14 +848,22 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                  s->oout, Hd, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
-    if (st == GLIM_OK)
-        st = dmv(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn, y->w_pre_ffn,
-                 GCU_EPI_SWIGLU, s->act, g->inter, err);
+    gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
+                               y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
+    gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
+                                 GCU_EPI_STORE, s->dout, Hd);
+    /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
+     * hooks may change the SwiGLU rows between the two */
+    if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
+        gu.stage_f = &y->down.f;
+        gu.stage_dig = s->act_dig;
+        gu.stage_cnt = s->span_cnt;
+        down.pre_dig = s->act_dig;
+    }
+    if (st == GLIM_OK) st = gcu_dmv_launch(&gu, s->st, err);
     if (st == GLIM_OK && hooked)
         st = hook_round_trip(s, s->act, 1, g->inter, 0, l, s->h_step[0], 0, 1, err);
-    if (st == GLIM_OK)
-        st = dmv(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
-                 s->dout, Hd, err);
+    if (st == GLIM_OK) st = gcu_dmv_launch(&down, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->dout, 1, err);
     if (st == GLIM_OK && hooked) {
         /* the next consumer's RESID prologue, first half only (its matvec then just norms h) */

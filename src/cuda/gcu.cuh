@@ -162,7 +162,26 @@ typedef struct gcu_dmv_call {
     int fence_sc;              /* the merges' fences sequentially consistent (gcu_fence_gpu) */
     int defer_merge;           /* k_dmv_tma: a warp's split first row block arrives at the end
                                   of its range, with its last (mv_arrive) */
+    /* SWIGLU producer (gate/up): its output also staged as the integer path's digits for the
+     * consumer of format *stage_f (down; MLX 4-bit, groups <= 64, width out_rows) into
+     * stage_dig (gcu_dmv_digits_bytes), by the warp that completes each span's last row block;
+     * stage_cnt: [stage_f->nspan] counters, zero (left zero) */
+    const gcu_xfmt *stage_f;
+    unsigned char *stage_dig;
+    int *stage_cnt;
+    /* RAW consumer: its input already staged as digits by the producer (k_dmv_tma on the
+     * integer path only: gcu_dmv_takes_digits); src is then not read */
+    const unsigned char *pre_dig;
 } gcu_dmv_call;
+/* The call a test's description p makes on m with these device buffers (the test wrappers'
+ * common part; memsets the rest). */
+void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const float *src, const float *h_in, float *h_out,
+                       const float *w_add, const float *w_out, float *out, int out_rows, float2 *part,
+                       size_t part_bytes, int *cnt, gcu_dmv_call *c);
+/* Bytes of one row staged as digits for f; whether the call, given pre_dig, would run the
+ * kernel that takes it (and whether f has digits at all). */
+size_t gcu_dmv_digits_bytes(const gcu_xfmt *f);
+int gcu_dmv_takes_digits(const gcu_dmv_call *c);
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);
@@ -345,6 +364,17 @@ __device__ __forceinline__ void gcu_mbar_wait(uint64_t *bar, unsigned parity) {
  * before the copy engine's next writes. */
 __device__ __forceinline__ void gcu_fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+/* Orders this thread's view of global memory (written by the previous kernel through the
+ * generic proxy) before its bulk copies read it (the async proxy). */
+__device__ __forceinline__ void gcu_fence_proxy_async_global() {
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+/* L2 policy for data every block reads once (no hint either way). */
+__device__ __forceinline__ uint64_t gcu_policy_normal() {
+    uint64_t p;
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
+    return p;
 }
 /* Global [src, src+bytes) into shared dst by the copy engine, completing on bar; pol: L2 hint. */
 __device__ __forceinline__ void gcu_bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *bar,

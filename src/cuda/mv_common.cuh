@@ -6,6 +6,7 @@
 #define GLIM_CUDA_MV_COMMON_CUH
 
 #include "cuda/gcu.cuh"
+#include "cuda/i8_digits.cuh"
 
 #ifndef MV1_MIN_BLOCKS
 #define MV1_MIN_BLOCKS 3 /* decode matvec blocks per SM: 80 registers, no spills */
@@ -28,11 +29,16 @@ struct MvArgs {
     int cs;     /* shared-memory column stride in bf16 (SMEM variant) */
     float qoff; /* the centring the A values carry: 8 (4-bit), 8 + 16*8 = 136 (8-bit) */
     /* SWIGLU, one token: stage the output for the next matvec here (the warp completing the
-     * last row block of a span stages that span) instead of in a separate kernel */
+     * last row block of a span stages that span) instead of in a separate kernel or in the
+     * consumer's prologue. fuse 1: bf16 hi/lo into sxs / sxsum (the generic path's format);
+     * 2: the integer path's digits into sdig, (E, sum) per group into sex (down's prologue on
+     * the shared-memory ring copies them whole) */
     int fuse, span_rbs;
     gcu_xfmt sf;
     __nv_bfloat16 *sxs;
     float *sxsum;
+    unsigned char *sdig;
+    float2 *sex;
     int *span_cnt;
     int fence_sc; /* gcu_fence_gpu's choice for the merges below */
 };
@@ -148,6 +154,35 @@ __device__ __forceinline__ void mv_unit(const MvSlot<KIND, PPS, SBF32> &s, const
     }
 }
 
+/* The fused staging (a.fuse): this warp has written `count` SwiGLU row blocks of span `span` of
+ * the consumer's input; the warp whose arrival completes the span stages it (fuse 1: bf16
+ * hi/lo, 2: digits) and leaves its counter at zero for the next launch. */
+static __device__ __noinline__ void mv_span_arrive(const MvArgs &a, int span, int count, int lane) {
+    gcu_fence_gpu(a.fence_sc);
+    __syncwarp();
+    const int nrb = (a.out_rows + 7) / 8, need = min(a.span_rbs, nrb - span * a.span_rbs);
+    int old = 0;
+    if (lane == 0) old = atomicAdd(&a.span_cnt[span], count);
+    old = __shfl_sync(0xffffffffu, old, 0);
+    if (old + count != need) return;
+    gcu_fence_gpu(a.fence_sc);
+    const float *act = a.out;
+    const int n = a.out_rows;
+    if (a.fuse == 2) { /* the span's 16 items, one per lane of the first half */
+        const int q = span * 16 + lane;
+        int ow = 0;
+        const int e = dmv_item(a.sf, q, &ow);
+        float v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = lane < 16 && e + k < n ? __ldcg(act + e + k) : 0.0f;
+        dmv_i8_item(v, q, lane < 16, 16 / a.sf.pps, lane, a.sdig, a.sex);
+    } else {
+        auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
+        gcu_stage_spans(a.sf, x, span, span + 1, a.sxs, a.sxs + a.sf.kx, a.sxsum, lane, 32);
+    }
+    if (lane == 0) a.span_cnt[span] = 0;
+}
+
 /* Writes the 2 x NB values this lane holds for row block rb. */
 template <int NB>
 __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,
@@ -172,22 +207,8 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
             if (r + 8 < a.out_rows) o[r + 8] = y;
         }
     }
-    if (a.fuse) { /* SWIGLU, T == 1; every lane of the warp is here */
-        gcu_fence_gpu(a.fence_sc);
-        __syncwarp();
-        int span = rb / a.span_rbs, nrb = (a.out_rows + 7) / 8;
-        int need = min(a.span_rbs, nrb - span * a.span_rbs), old = 0;
-        if (lane == 0) old = atomicAdd(&a.span_cnt[span], 1);
-        old = __shfl_sync(0xffffffffu, old, 0);
-        if (old == need - 1) { /* the span's last row block: stage it */
-            gcu_fence_gpu(a.fence_sc);
-            const float *act = a.out;
-            const int n = a.out_rows;
-            auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
-            gcu_stage_spans(a.sf, x, span, span + 1, a.sxs, a.sxs + a.sf.kx, a.sxsum, lane, 32);
-            if (lane == 0) a.span_cnt[span] = 0;
-        }
-    }
+    /* SWIGLU, T == 1; every lane of the warp is here */
+    if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, 1, lane);
 }
 
 /* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */

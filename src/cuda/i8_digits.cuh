@@ -1,0 +1,78 @@
+/* i8_digits.cuh: the staged input of the decode matvecs, item by item: where item q's elements
+ * are (dmv_item), and the integer path's digits of one item (dmv_i8_item). One definition for
+ * the two places that stage digits: a consumer's prologue (decode_mv_i8.cuh, into shared
+ * memory) and gate/up's SwiGLU epilogue (mv_common.cuh, into global memory for down's
+ * prologue to copy), so that both give the same bits. Device code; included by mv_common.cuh. */
+#ifndef GLIM_CUDA_I8_DIGITS_CUH
+#define GLIM_CUDA_I8_DIGITS_CUH
+
+#include "cuda/gcu.cuh"
+
+#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
+
+/* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
+ * nibble positions e0 + {0,4,1,5,2,6,3,7} of span s = q / 16, word ow (the layout of gcu.cuh),
+ * i.e. 8 elements (4-bit) or 4 elements as low and high nibble (8-bit, the high one x 16); for
+ * dense weights 8 columns. Returns the first element and sets *ow. */
+__device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
+    if (f.kind == GCU_KIND_DENSE) return q * 8;
+    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn / 32;
+    *ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
+    const int e0 = s * 128 + *ow * 8;
+    return f.bits == 8 ? e0 >> 1 : e0;
+}
+
+/* The low bytes of four ints as one word (two byte permutes and a third to join them). */
+__device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
+    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
+}
+
+/* The digits of item q (its 8 values v, MLX 4-bit) written at dig (the [span][digit 3][t 4]
+ * [i 4][8 bytes] layout, DMV_I8_SPAN_U4 words per span) and, by the group's first lane, the
+ * group's (E, sum x) at ex[q / lp]. The whole warp calls it: the lp = 16 / pps lanes of a group
+ * (consecutive, q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree;
+ * lanes with valid == false take part with zeros and write nothing.
+ * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
+ * anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the products say so. Digits
+ * by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. */
+__device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
+                                            float2 *ex) {
+    float mx = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) mx = fmaxf(mx, fabsf(v[k])), sum += v[k];
+    for (int o = 1; o < lp; o <<= 1) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    }
+    const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
+    const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
+    const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f;
+    int dg[3][8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float y = v[k] * inv, t0 = y + R, r0 = (y - (t0 - R)) * 128.0f, t1 = r0 + R;
+        const float r1 = (r0 - (t1 - R)) * 128.0f, t2 = r1 + R;
+        dg[0][k] = __float_as_int(t0) - 0x4B400000;
+        dg[1][k] = __float_as_int(t1) - 0x4B400000;
+        dg[2][k] = __float_as_int(t2) - 0x4B400000;
+    }
+    if (!valid) return;
+    const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
+    uint2 *dst = (uint2 *)(dig + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
+#pragma unroll
+    for (int c = 0; c < 3; c++)
+        dst[c * 16] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
+                                 dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
+    if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
+}
+
+/* Bytes of a row staged as digits for format f: the digits, then (16-byte aligned) the float2
+ * (E, sum) per group; dmv_i8_ex_offset is where the latter begin. */
+__host__ __device__ __forceinline__ size_t dmv_i8_ex_offset(const gcu_xfmt &f) {
+    return (size_t)f.nspan * DMV_I8_SPAN_U4 * 16;
+}
+__host__ __device__ __forceinline__ size_t dmv_i8_ex_bytes(const gcu_xfmt &f) {
+    return ((size_t)f.nspan * f.pps * 8 + 15) & ~(size_t)15;
+}
+
+#endif
