@@ -154,17 +154,18 @@ __device__ __forceinline__ void mv_unit(const MvSlot<KIND, PPS, SBF32> &s, const
     }
 }
 
-/* The fused staging (a.fuse): this warp has written `count` SwiGLU row blocks of span `span` of
- * the consumer's input; the warp whose arrival completes the span stages it (fuse 1: bf16
- * hi/lo, 2: digits) and leaves its counter at zero for the next launch. */
-static __device__ __noinline__ void mv_span_arrive(const MvArgs &a, int span, int count, int lane) {
+/* The fused staging (a.fuse): this warp has written a SwiGLU row block of span `span` of the
+ * consumer's input; the warp whose arrival completes the span stages it (fuse 1: bf16 hi/lo,
+ * 2: digits) and leaves its counter at zero for the next launch. Out of line: it would bloat
+ * every epilogue it is inlined into. */
+static __device__ __noinline__ void mv_span_arrive(const MvArgs &a, int span, int lane) {
     gcu_fence_gpu(a.fence_sc);
     __syncwarp();
     const int nrb = (a.out_rows + 7) / 8, need = min(a.span_rbs, nrb - span * a.span_rbs);
     int old = 0;
-    if (lane == 0) old = atomicAdd(&a.span_cnt[span], count);
+    if (lane == 0) old = atomicAdd(&a.span_cnt[span], 1);
     old = __shfl_sync(0xffffffffu, old, 0);
-    if (old + count != need) return;
+    if (old != need - 1) return;
     gcu_fence_gpu(a.fence_sc);
     const float *act = a.out;
     const int n = a.out_rows;
@@ -208,7 +209,7 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
         }
     }
     /* SWIGLU, T == 1; every lane of the warp is here */
-    if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, 1, lane);
+    if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, lane);
 }
 
 /* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */
