@@ -559,7 +559,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->defer_merge = p->defer_merge;
 }
 
-static glim_status dmv_upload(float **d, const float *h, size_t n, glim_error *err) {
+extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
     *d = NULL;
     if (!h) return GLIM_OK;
     glim_status s = gcu_check(cudaMalloc((void **)d, sizeof(float) * (n ? n : 1)), "alloc", err);
@@ -588,8 +588,8 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain,
                                 swiglu ? (void *)&pair : (void *)W, err)) ||
-        (s = dmv_upload(&src, p->src, (size_t)K, err)) || (s = dmv_upload(&hin, p->h_in, (size_t)K, err)) ||
-        (s = dmv_upload(&wa, p->w_add, (size_t)K, err)) || (s = dmv_upload(&wo, p->w_out, (size_t)K, err)) ||
+        (s = gcu_test_upload(&src, p->src, (size_t)K, err)) || (s = gcu_test_upload(&hin, p->h_in, (size_t)K, err)) ||
+        (s = gcu_test_upload(&wa, p->w_add, (size_t)K, err)) || (s = gcu_test_upload(&wo, p->w_out, (size_t)K, err)) ||
         (s = gcu_check(cudaMalloc((void **)&hout, sizeof(float) * K), "alloc", err)) ||
         (s = gcu_check(cudaMemset(hout, 0xff, sizeof(float) * K), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * rows), "alloc", err)) ||
@@ -606,9 +606,8 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
         c.pf_units = 2;
         c.dyn_ctr = dyn;
         if (c.tma) { /* the test is of k_dmv_tma: an error, not the register ring, if it cannot run */
-            int slots, off;
-            if (!dmv_tma_geometry(&m, c.pro, c.K, dmv_cs(&m.f), c.tma_chunk > 0 ? c.tma_chunk : 1, c.tma_slots,
-                                  &slots, &off)) {
+            int slots, off, chunk;
+            if (!dmv_tma_plan(&c, &slots, &off, &chunk)) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the shared-memory ring does not fit");
                 goto out;
             }

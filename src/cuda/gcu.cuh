@@ -178,6 +178,8 @@ typedef struct gcu_dmv_call {
 void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const float *src, const float *h_in, float *h_out,
                        const float *w_add, const float *w_out, float *out, int out_rows, float2 *part,
                        size_t part_bytes, int *cnt, gcu_dmv_call *c);
+/* n floats of h into a new device buffer *d (NULL, and nothing allocated, when h is NULL). */
+glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err);
 /* Bytes of one row staged as digits for f; whether the call, given pre_dig, would run the
  * kernel that takes it (and whether f has digits at all). */
 size_t gcu_dmv_digits_bytes(const gcu_xfmt *f);

@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* n floats of h into a new device buffer (none when h is NULL). */
-static glim_status sd_upload(float **d, const float *h, int n, glim_error *err) {
-    if (!h) return GLIM_OK;
-    glim_status r = gcu_check(cudaMalloc((void **)d, sizeof(float) * n), "alloc", err);
-    return r ? r : gcu_check(cudaMemcpy(*d, h, sizeof(float) * n, cudaMemcpyHostToDevice), "copy", err);
-}
-
 extern "C" glim_status gcu_test_swiglu_down(const glim_matrix *W, const glim_matrix *W2, const glim_matrix *D,
                                             const gcu_test_dmv *p, float *act_out, float *out_staged,
                                             float *out_plain, glim_error *err) {
@@ -43,9 +36,9 @@ extern "C" glim_status gcu_test_swiglu_down(const glim_matrix *W, const glim_mat
     float *first = (float *)malloc(sizeof(float) * (R > 0 ? R : 1));
     if (!first) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     if ((s = gcu_mat_upload(&gu, gcu_rows_swiglu, (void *)&pair, err)) ||
-        (s = gcu_mat_upload(&dn, gcu_rows_plain, (void *)D, err)) || (s = sd_upload(&src, p->src, K, err)) ||
-        (s = sd_upload(&hin, p->h_in, K, err)) || (s = sd_upload(&wa, p->w_add, K, err)) ||
-        (s = sd_upload(&wo, p->w_out, K, err)) ||
+        (s = gcu_mat_upload(&dn, gcu_rows_plain, (void *)D, err)) || (s = gcu_test_upload(&src, p->src, K, err)) ||
+        (s = gcu_test_upload(&hin, p->h_in, K, err)) || (s = gcu_test_upload(&wa, p->w_add, K, err)) ||
+        (s = gcu_test_upload(&wo, p->w_out, K, err)) ||
         (s = gcu_check(cudaMalloc((void **)&hout, sizeof(float) * K), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&act, sizeof(float) * N), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&dout, sizeof(float) * R), "alloc", err)) ||
