@@ -6,7 +6,8 @@
 # summary.txt, ncu.txt. Usage: bench/gpu_check.sh [STEP...]
 # steps: tests sanitize quick bench variants profile timeline attenv ncu (default: tests
 # sanitize bench variants profile; quick = a 2-layer bench; timeline = bench --timeline;
-# attenv = decode again under each of ATT_ENVS (attention's switches); ncu = Nsight
+# attenv = decode again under each of ATT_ENVS (attention's switches by default; any settings,
+# with ENV_FLAGS added to each bench, e.g. "--timeline -n 32"); ncu = Nsight
 # Compute on a few matvec launches). The build
 # always runs. SAN_TOOLS (default "memcheck racecheck synccheck") and SAN_T (seconds per tool,
 # default 70) bound the sanitizer step.
@@ -44,7 +45,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=2 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -72,6 +73,12 @@ echo "== memcheck with $OFF_DEFAULTS on $FIX" >>"$OUT/sanitizer.log"
 env $OFF_DEFAULTS timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
 say "compute-sanitizer memcheck ($FIX, $OFF_DEFAULTS): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+for tool in memcheck racecheck; do # the staging shared by clusters: stores into peer blocks
+    echo "== $tool with GLIM_CUDA_CLUSTER=2 on $FIX" >>"$OUT/sanitizer.log"
+    GLIM_CUDA_CLUSTER=2 timeout ${SAN_T:-70} compute-sanitizer --tool $tool --error-exitcode 9 \
+        build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+    say "compute-sanitizer $tool ($FIX, GLIM_CUDA_CLUSTER=2): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+done
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 echo "== memcheck: 41-token prompt (prefill kernels) + 4 decoded tokens on $FIX8" >>"$OUT/sanitizer.log"
@@ -98,7 +105,7 @@ fi
 if has attenv; then
     for v in ${ATT_ENVS:-GLIM_CUDA_ATT_CHUNK=128 GLIM_CUDA_ATT_CHUNK=256 GLIM_CUDA_ATT_GROUP=65536}; do
         printf '\ndecode with %s:\n\n' "$v" >>"$OUT/bench.md"
-        env "$v" timeout 120 build/glimmer bench --synthetic --prompt 0 --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
+        env "$v" timeout 120 build/glimmer bench --synthetic --prompt 0 $ENV_FLAGS --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
         say "bench with $v: rc=$?"
     done
 fi

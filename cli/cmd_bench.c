@@ -359,6 +359,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
         v[nv].name = "a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv++].o.defer_merge = 0;
         v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
+        v[nv].name = "down's staging shared by clusters of 2 blocks (GLIM_CUDA_CLUSTER=2)", v[nv].o = base, v[nv++].o.cluster = 2;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;

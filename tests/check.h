@@ -1,6 +1,8 @@
 /* check.h: the test harness. A test program runs named cases with RUN(case); a case passes
  * when none of its CHECKs failed, and may SKIP with a reason. Each case prints one line
- * (PASS / FAIL / SKIP name) that tests/run.sh counts; a failed CHECK prints where and why. */
+ * (PASS / FAIL / SKIP name) that tests/run.sh counts; a failed CHECK prints where and why.
+ * CHECK_ONLY=name1,name2 in the environment runs only those cases (a quick look at one kernel
+ * on the GPU machine); the others print nothing and count nothing. */
 #ifndef GLIM_CHECK_H
 #define GLIM_CHECK_H
 
@@ -38,8 +40,19 @@ static char check_skip_reason[256];
         return;                                                                   \
     } while (0)
 
+/* Whether case `name` runs under CHECK_ONLY (a comma-separated list; unset: every case). */
+static int check_selected(const char *name) {
+    const char *only = getenv("CHECK_ONLY");
+    if (!only || !*only) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
 #define RUN(fn)                                                                   \
     do {                                                                          \
+        if (!check_selected(#fn)) break;                                          \
         check_case_failures = 0;                                                  \
         check_case_skipped = 0;                                                   \
         fn();                                                                     \

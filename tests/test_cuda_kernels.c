@@ -200,7 +200,7 @@ static void matvec_swiglu_softcap(void) {
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
     const int i8 = (mode >= 1 && mode <= 3) || mode >= 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
-    const int defer_merge = mode == 7;
+    const int defer_merge = mode >= 7, cluster = mode == 8 ? 2 : 1;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
     const int late_ring = tma ? (ring + 1) % 4 : ring <= 4 ? ring - 2 : 0;
@@ -230,13 +230,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
-                      max_blocks, tma, tma_slots, tma_chunk, defer_merge};
+                      max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
-    char what[320];
+    char what[360];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
-             "ring %d (first requested: late_ring %d)%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
+             "ring %d (first requested: late_ring %d)%s%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
              epi, centered ? "centred" : "plain", ring, late_ring, defer_merge ? ", split first row block's arrival deferred" : "",
+             cluster == 2 ? ", staging shared by clusters of 2" : "",
              !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks",
              !tma ? "" : ring == 4 ? (tma_chunk == 2 ? ", shared-memory ring of as many 2-unit slots as fit" : ", shared-memory ring of as many units as fit")
                                     : (tma_chunk == 2 ? ", shared-memory ring (ring = its 2-unit slots per warp)" : ", shared-memory ring (ring = its units per warp)"));
@@ -257,8 +258,9 @@ static void decode_matvec(void) {
      * shared-memory ring by bulk copies (k_dmv_tma), 2 and 3 units per warp (the ring wraps
      * many times) and as many as fit; 5 the same with 2 units per bulk copy (a warp's last
      * chunk may be a single unit); 6 the shared-memory ring of 2-unit slots on the integer path;
-     * 7 the same with a warp's split first row block arriving at the end of its range (the default) */
-    for (int mode = 0; mode < 8; mode++)
+     * 7 the same with a warp's split first row block arriving at the end of its range (the default);
+     * 8: 7 with the staging shared by clusters of 2 blocks (GLIM_CUDA_CLUSTER) */
+    for (int mode = 0; mode < 9; mode++)
     for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
@@ -278,6 +280,69 @@ static void decode_matvec(void) {
         check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
         check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode); /* 2 pieces */
     }
+}
+
+/* The staging shared by a cluster of blocks (GLIM_CUDA_CLUSTER) must change no bit: each block
+ * stages 1/n of the row through the same per-item code into every block, and the warps' shares
+ * are those of the grid without clusters, so the outputs (and RESID's residual) must equal the
+ * unshared ones exactly, not closely. kin < K: a RAW input narrower than the matrix (the zeros
+ * past it are staged by the last rank). Small products have fewer blocks than a cluster
+ * multiple: the grid is rounded up with blocks that own no units but stage. Clusters of 2 must
+ * run (an H200 holds 66 of them, one block per SM); clusters of 4 may not fit a grid of one
+ * block per SM (an H200 holds 30: 120 SMs), and then only say so. */
+static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi) {
+    const int swiglu = epi == GCU_EPI_SWIGLU;
+    hmat W = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f), U;
+    if (swiglu) U = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f);
+    float *h = rand_vec((size_t)K, 5.0f), *src = rand_vec((size_t)K, pro == 0 ? 2.0f : 0.05f);
+    float *wa = rand_vec((size_t)K, 0.3f), *wo = rand_vec((size_t)K, 0.3f);
+    float *out[3], *hh[3];
+    const int cl[3] = {1, 2, 4};
+    glim_status st[3];
+    char what[200];
+    snprintf(what, sizeof what, "decode matvec %lldx%lld (input %lld wide) group %d input %d epi %d", (long long)rows,
+             (long long)K, (long long)kin, group, pro, epi);
+    for (int i = 0; i < 3; i++) {
+        out[i] = malloc(sizeof(float) * rows);
+        hh[i] = malloc(sizeof(float) * K);
+        gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
+                          0, 1, 2, 2, 1, cl[i]};
+        glim_error err;
+        st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
+        if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
+            fprintf(stderr, "  info: %s: %s\n", what, err.message);
+        else
+            CHECK(st[i] == GLIM_OK, "%s, clusters of %d: %s", what, cl[i], err.message);
+    }
+    if (st[0] == GLIM_OK) {
+        int finite = 1, nonzero = 0;
+        for (int64_t r = 0; r < rows; r++) finite &= isfinite(out[0][r]) != 0, nonzero |= out[0][r] != 0.0f;
+        CHECK(finite && nonzero, "%s: the unshared output is not a finite, non-zero vector", what);
+    }
+    for (int i = 1; i < 3; i++) {
+        if (st[0] != GLIM_OK || st[i] != GLIM_OK) continue;
+        CHECK(memcmp(out[0], out[i], sizeof(float) * rows) == 0, "%s: clusters of %d change the output's bits", what,
+              cl[i]);
+        if (pro == 2)
+            CHECK(memcmp(hh[0], hh[i], sizeof(float) * K) == 0, "%s: clusters of %d change the residual's bits",
+                  what, cl[i]);
+    }
+    for (int i = 0; i < 3; i++) free(out[i]), free(hh[i]);
+    free(h), free(src), free(wa), free(wo);
+    free_mat(&W);
+    if (swiglu) free_mat(&U);
+}
+
+static void decode_matvec_cluster_bits(void) {
+    NEED_GPU();
+    check_cluster_bits(6656, 4096, 4096, 64, 0, GCU_EPI_STORE);   /* the 30B's o_proj */
+    check_cluster_bits(6656, 19968, 19968, 64, 0, GCU_EPI_STORE); /* down */
+    check_cluster_bits(1000, 4096, 3000, 64, 0, GCU_EPI_STORE);   /* a narrower input */
+    check_cluster_bits(517, 6656, 6656, 64, 2, GCU_EPI_STORE);  /* qkvg-like, h written */
+    check_cluster_bits(300, 1536, 1536, 32, 2, GCU_EPI_SWIGLU); /* gate/up-like */
+    check_cluster_bits(77, 640, 640, 64, 1, GCU_EPI_SOFTCAP);    /* head-like */
+    check_cluster_bits(37, 192, 192, 64, 0, GCU_EPI_STORE);       /* 1 block's work, peers idle */
+    check_cluster_bits(45, 320, 320, 64, 0, GCU_EPI_STORE);       /* a last half span */
 }
 
 /* gate/up's SwiGLU epilogue staging down's input as digits (GLIM_CUDA_STAGE_I8), then down on
@@ -306,7 +371,7 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer};
+                      0, 1, slots, 2, defer, 1};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];
@@ -485,6 +550,7 @@ int main(void) {
     RUN(matvec_split_rows);
     RUN(matvec_swiglu_softcap);
     RUN(decode_matvec);
+    RUN(decode_matvec_cluster_bits);
     RUN(swiglu_down_digits);
     RUN(residual_norms);
     RUN(embedding);

@@ -33,7 +33,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
  * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
- * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC override the defaults). */
+ * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -73,6 +73,10 @@ typedef struct gcu_options {
                         split with other warps, arrives at its merge at the end of the warp's
                         range together with the last one (GLIM_CUDA_DEFER_MERGE, 1) instead of
                         mid-stream (0) */
+    int cluster;   /* decode: down (shared-memory ring, integer path) in clusters of this many
+                      blocks that share its prologue's staging, each block staging 1/n of the
+                      19968-wide row into every block's shared memory (GLIM_CUDA_CLUSTER, 1:
+                      none; 2..8 where that many fit, an H200 fits 2) */
     int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
                       path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
                       measured slower, bench/RESULTS.md v11) */
@@ -177,6 +181,7 @@ typedef struct gcu_test_dmv {
     int tma_slots;               /* its slots per warp at most (0: as many as fit) */
     int tma_chunk;               /* units per slot (0: 1) */
     int defer_merge;             /* gcu_dmv_call.defer_merge */
+    int cluster;                 /* gcu_dmv_call.cluster */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -22,6 +22,8 @@
  * Two alternatives, switches off by default because they measured no faster (RESULTS.md v8):
  * the integer path for MLX 4-bit (dmv_stage_i8, dmv_unit_i8) and, on it, k_dmv_dyn, where
  * blocks take row-block chunks at run time instead of static shares. */
+#include <stdio.h>
+
 #include "cuda/decode_mv.cuh"
 
 /* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
@@ -430,29 +432,65 @@ extern "C" int gcu_dmv_takes_digits(const gcu_dmv_call *c) {
     return c->pro == GCU_PRO_RAW && dmv_i8(c) && c->K == c->m->f.K && dmv_tma_plan(c, &slots, &off, &chunk) > 0;
 }
 
-extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
+/* The grid of a call whose blocks share the staging in clusters of `want` (k_dmv_tma): rounded
+ * up to whole clusters, where the extra blocks own no units (the warps' shares, from the
+ * original grid, are unchanged, so the sums and their bits are those without clusters). If the
+ * clusters cannot all be resident at once (one block per SM), the call runs without them and
+ * says so once on stderr. */
+static int dmv_cluster_grid(const void *fn, size_t smem, int blocks, int want, int *cluster) {
+    static int told;
+    const int nb = (blocks + want - 1) / want * want;
+    const int fit = want <= 8 ? gcu_max_clusters(fn, DMV_THREADS, smem, want) : 0;
+    if (nb <= gcu_sm_count() && (long long)fit * want >= nb) {
+        *cluster = want;
+        return nb;
+    }
+    if (!told) {
+        told = 1;
+        fprintf(stderr, "glimmer: decode matvec: %d blocks do not fit in resident clusters of %d (at most %d "
+                "clusters; sizes 2..8); its staging is not shared\n", blocks, want, fit);
+    }
+    *cluster = 1;
+    return blocks;
+}
+
+/* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
+static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs *d, int *blocks, size_t *smem,
+                            glim_error *err) {
     glim_status s = dmv_init(err);
-    DmvArgs d;
-    int blocks;
-    size_t smem;
-    if (s == GLIM_OK) s = dmv_args(c, 0, &d, &blocks, &smem, err);
+    if (s == GLIM_OK) s = dmv_args(c, 0, d, blocks, smem, err);
     if (s != GLIM_OK) return s;
     if (c->pre_dig && !gcu_dmv_takes_digits(c))
         return glim_fail(err, GLIM_E_ARG, "decode matvec: an input staged as digits needs the integer "
                          "path on the shared-memory ring with a raw input of the matrix's width");
-    const void *fn = d.nchunks ? dmv_dyn_kernel(c->m->f.pps, c->m->sbf32, c->ring)
-                               : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d.i8);
+    const void *fn = d->nchunks ? dmv_dyn_kernel(c->m->f.pps, c->m->sbf32, c->ring)
+                                : dmv_pick(c->m->f.kind, c->m->f.pps, c->m->sbf32, c->ring, d->i8);
     int slots, off, chunk;
     const size_t sm = dmv_tma_plan(c, &slots, &off, &chunk);
     if (sm) { /* else the register ring: the call does not fit the shared-memory one */
-        d.tslots = slots;
-        d.tchunk = chunk;
-        d.tring_off = off;
-        fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d.i8);
-        smem = sm;
+        d->tslots = slots;
+        d->tchunk = chunk;
+        d->tring_off = off;
+        fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d->i8);
+        *smem = sm;
     }
+    d->cluster = 1;
+    if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
+        *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
+    *fn_out = fn;
+    return GLIM_OK;
+}
+
+extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
+    const void *fn;
+    DmvArgs d;
+    int blocks;
+    size_t smem;
+    glim_status s = dmv_plan(c, &fn, &d, &blocks, &smem, err);
+    if (s != GLIM_OK) return s;
     void *args[] = {&d};
-    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, args),
+    return gcu_check(gcu_launch_cluster(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl,
+                                        d.cluster, args),
                      "decode matvec launch", err);
 }
 
@@ -557,6 +595,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->tma_slots = p->tma_slots;
     c->tma_chunk = p->tma_chunk;
     c->defer_merge = p->defer_merge;
+    c->cluster = p->cluster;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
@@ -609,6 +648,18 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
             int slots, off, chunk;
             if (!dmv_tma_plan(&c, &slots, &off, &chunk)) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the shared-memory ring does not fit");
+                goto out;
+            }
+        }
+        if (c.cluster > 1) { /* likewise a test of clusters: an error if the launch would run without */
+            const void *fn;
+            DmvArgs d;
+            int blocks;
+            size_t smem;
+            if ((s = dmv_plan(&c, &fn, &d, &blocks, &smem, err)) != GLIM_OK) goto out;
+            if (d.i8 && d.cluster != c.cluster) { /* formats off the integer path run unshared */
+                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: clusters of %d do not run here "
+                              "(%d blocks)", c.cluster, blocks);
                 goto out;
             }
         }

@@ -23,30 +23,40 @@
 /* Stages the fp32 row src (m.row in shared memory, or with GSRC the raw input in global memory)
  * as digits. Item q (8 elements, one weight word of one lane) is a thread; the items of one
  * group are 16 / pps consecutive lanes, which share the group's maximum and sum by shuffles.
- * Deterministic (fixed shuffle trees). */
+ * Deterministic (fixed shuffle trees). In a cluster of ncta blocks (k_dmv_tma, GLIM_CUDA_CLUSTER)
+ * the block of rank `rank` stages spans [nspan rank / ncta, nspan (rank+1) / ncta) into every
+ * block's shared memory, so that each computes (and, from global memory, reads) 1/ncta of the
+ * row: the same digits, item by item, as one block staging it all. */
+#ifndef DMV_I8_BATCH
+#define DMV_I8_BATCH 5 /* down's 2496 items in one batch (4: two, the second a round trip more) */
+#endif
 template <bool GSRC>
-static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, const float *src) {
+static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, const float *src, int rank = 0,
+                                         int ncta = 1) {
     const gcu_xfmt &f = d.f;
-    const int K = d.K, nitems = f.kx / 8, lane = threadIdx.x & 31, lp = 16 / f.pps;
+    const int K = d.K, lane = threadIdx.x & 31, lp = 16 / f.pps;
+    const int q0 = 16 * (f.nspan * rank / ncta), q1 = min(f.kx / 8, 16 * (f.nspan * (rank + 1) / ncta));
     float2 *ex = (float2 *)m.isum;
-    /* rounds of one item per lane, DMV_BATCH rounds' loads issued before the first is used (one
-     * round trip per batch: down's 19968-wide row is 5 rounds) */
-    for (int base0 = (threadIdx.x >> 5) * 32; base0 < nitems; base0 += DMV_BATCH * DMV_THREADS) {
-        float vb[DMV_BATCH][8];
+    const unsigned cdig = gcu_smem_addr(m.sx), cex = gcu_smem_addr(ex);
+    /* rounds of one item per lane, DMV_I8_BATCH rounds' loads issued before the first is used
+     * (one round trip per batch: down's 19968-wide row is 5 rounds) */
+    for (int base0 = q0 + (threadIdx.x >> 5) * 32; base0 < q1; base0 += DMV_I8_BATCH * DMV_THREADS) {
+        float vb[DMV_I8_BATCH][8];
 #pragma unroll
-        for (int r = 0; r < DMV_BATCH; r++) {
+        for (int r = 0; r < DMV_I8_BATCH; r++) {
             const int q = base0 + r * DMV_THREADS + lane;
             int ow = 0;
-            if (q < nitems) dmv_load_n<GSRC>(src, dmv_item(f, q, &ow), 8, K, vb[r]);
+            if (q < q1) dmv_load_n<GSRC>(src, dmv_item(f, q, &ow), 8, K, vb[r]);
             else
                 for (int k = 0; k < 8; k++) vb[r][k] = 0.0f;
         }
 #pragma unroll
-        for (int r = 0; r < DMV_BATCH; r++) {
+        for (int r = 0; r < DMV_I8_BATCH; r++) {
             const int base = base0 + r * DMV_THREADS;
-            if (base >= nitems) break; /* warp-uniform */
+            if (base >= q1) break; /* warp-uniform */
             const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
-            dmv_i8_item(vb[r], q, q < nitems, lp, lane, (unsigned char *)m.sx, ex);
+            if (ncta > 1) dmv_i8_item_cluster(vb[r], q, q < q1, lp, lane, cdig, cex, ncta);
+            else dmv_i8_item(vb[r], q, q < q1, lp, lane, (unsigned char *)m.sx, ex);
         }
     }
 }

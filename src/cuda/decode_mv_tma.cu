@@ -18,7 +18,10 @@
  * order in which dmv_residual and dmv_prepare_row sum, and through the same expressions, so
  * the bits are those of k_dmv and k_dmv_resid); RAW inputs are staged straight from global
  * memory, or (down, GLIM_CUDA_STAGE_I8) arrive as digits the producer's epilogue staged, by
- * two bulk copies. Warp ranges, the per-unit computation (bf16 hi/lo, or the integer path with
+ * two bulk copies. On the integer path the blocks of a cluster (GLIM_CUDA_CLUSTER) share the
+ * staging: each computes 1/n of the digits (from global memory, 1/n of a RAW row) and stores
+ * them into every block's shared memory; the norms stay whole in each block (their bits must be
+ * those of k_dmv_resid). Warp ranges, the per-unit computation (bf16 hi/lo, or the integer path with
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv.cuh"
 
@@ -149,6 +152,11 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     if (ring_at == 0) request_ring(0, S);
     if (ring_at == 3) request_ring(0, 1);
     __syncwarp();
+    /* a cluster shares the staging (d.cluster > 1: the integer path, staged here): announce
+     * this block's start; the peers wait for it before their first store into its memory */
+    const int ncta = I8 && !pre ? d.cluster : 1;
+    const int crank = ncta > 1 ? (int)gcu_cluster_rank() : 0;
+    if (ncta > 1) gcu_cluster_arrive_relaxed();
 
     const DmvSmem m = tma_smem_at(d, dmv_smem);
     const bool rows = d.pro != GCU_PRO_RAW;
@@ -191,15 +199,21 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         }
         gcu_mbar_wait(&pbar, 0);
     } else if (I8) {
-        if (rows) dmv_stage_i8_from<false>(d, m, m.row);
-        else dmv_stage_i8_from<true>(d, m, d.src);
+        if (ncta > 1) gcu_cluster_wait(); /* every peer has started: its shared memory is live */
+        if (rows) dmv_stage_i8_from<false>(d, m, m.row, crank, ncta);
+        else dmv_stage_i8_from<true>(d, m, d.src, crank, ncta);
     } else {
         if (rows) dmv_stage_from<false>(d, m, m.row);
         else dmv_stage_from<true>(d, m, d.src);
     }
     if (ring_at == 2 || (ring_at == 1 && !rows)) request_ring(0, S);
     if (ring_at == 3) request_ring(1, S);
-    __syncthreads();
+    if (ncta > 1) { /* the peers' spans are in this block's memory, and no peer still writes */
+        gcu_cluster_arrive();
+        gcu_cluster_wait();
+    } else {
+        __syncthreads();
+    }
     /* every block of this grid is resident: the next kernel may launch (its blocks take the SMs
      * this grid's blocks leave) */
     gcu_pdl_trigger();

@@ -65,6 +65,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * run 4: the arrivals moved to the end of each warp's range, 147.5 against 152.0 (gate/up's
      * block ends 8 us apart: the staging round trips at its tail), not kept */
     o.stage_i8 = env_int("GLIM_CUDA_STAGE_I8", 0);
+    o.cluster = env_int("GLIM_CUDA_CLUSTER", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -784,6 +785,10 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.tma_chunk = g->opt.tma_chunk;
     c.fence_sc = g->opt.fence_sc;
     c.defer_merge = g->opt.defer_merge;
+    /* down only: its 19968-wide input is the one whose staging a cluster shortens (session 9,
+     * run 1, clusters of 2: down's prologue 5.7 -> 4.6 us; the 6656-wide RESID prologues 0.3-0.9
+     * us longer and o_proj's 0.8, the peer barrier costing more than the half it saves) */
+    c.cluster = src == s->act ? g->opt.cluster : 1;
     c.stamps = s->prof_stamps;
     c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                           : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);

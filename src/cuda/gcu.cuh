@@ -172,6 +172,10 @@ typedef struct gcu_dmv_call {
     /* RAW consumer: its input already staged as digits by the producer (k_dmv_tma on the
      * integer path only: gcu_dmv_takes_digits); src is then not read */
     const unsigned char *pre_dig;
+    int cluster;               /* k_dmv_tma on the integer path, staging in the kernel: blocks
+                                  per cluster that share it, each staging 1/cluster of the row
+                                  into all (0, 1: none; more than 8 or clusters that cannot all
+                                  be resident: none, said once on stderr) */
 } gcu_dmv_call;
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */
@@ -268,6 +272,12 @@ glim_status gcu_attn_init(glim_error *err);
 /* cudaLaunchKernelEx with the programmatic-serialization attribute when pdl is set. */
 cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                        int pdl, void **args);
+/* The same in clusters of `cluster` blocks along x (1: none; grid.x a multiple of it). */
+cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                               int pdl, int cluster, void **args);
+/* How many clusters of `cluster` blocks of fn (block threads, smem bytes each) can be resident
+ * at once (0 if none or on an error). */
+int gcu_max_clusters(const void *fn, int block, size_t smem, int cluster);
 glim_status gcu_check(cudaError_t e, const char *what, glim_error *err);
 int gcu_sm_count(void);
 #ifdef __cplusplus
@@ -385,6 +395,36 @@ __device__ __forceinline__ void gcu_bulk_g2s(void *dst, const void *src, unsigne
                  " [%0], [%1], %2, [%3], %4;" ::"r"(gcu_smem_addr(dst)), "l"(src), "r"(bytes),
                  "r"(gcu_smem_addr(bar)), "l"(pol)
                  : "memory");
+}
+
+/* Thread-block clusters (sm_90): the block's rank, the cluster barrier (every thread of every
+ * block of the cluster arrives, then waits; release/acquire orders the shared-memory stores of
+ * the phase, peers' included) and stores into a peer block's shared memory (distributed shared
+ * memory): the decode matvec's prologue shared by the blocks of a cluster (decode_mv_tma.cu). */
+__device__ __forceinline__ unsigned gcu_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+/* Arrival without ordering: "this block has started" (the peers' shared memory is live once the
+ * matching wait returns). */
+__device__ __forceinline__ void gcu_cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void gcu_cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void gcu_cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+/* The address of shared-memory address `saddr` (gcu_smem_addr) in the block of rank `rank`. */
+__device__ __forceinline__ unsigned gcu_cluster_map(unsigned saddr, unsigned rank) {
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(saddr), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ void gcu_st_cluster(unsigned caddr, uint2 v) {
+    asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(caddr), "r"(v.x), "r"(v.y) : "memory");
 }
 
 __device__ __forceinline__ float gcu_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }

@@ -1,8 +1,9 @@
 /* i8_digits.cuh: the staged input of the decode matvecs, item by item: where item q's elements
- * are (dmv_item), and the integer path's digits of one item (dmv_i8_item). One definition for
- * the two places that stage digits: a consumer's prologue (decode_mv_i8.cuh, into shared
- * memory) and gate/up's SwiGLU epilogue (mv_common.cuh, into global memory for down's
- * prologue to copy), so that both give the same bits. Device code; included by mv_common.cuh. */
+ * are (dmv_item), and the integer path's digits of one item (dmv_i8_digits). One definition
+ * for the places that stage digits: a consumer's prologue (decode_mv_i8.cuh, into its own
+ * shared memory or, in a cluster, every block's) and gate/up's SwiGLU epilogue (mv_common.cuh,
+ * into global memory for down's prologue to copy), so that all give the same bits. Device
+ * code; included by mv_common.cuh. */
 #ifndef GLIM_CUDA_I8_DIGITS_CUH
 #define GLIM_CUDA_I8_DIGITS_CUH
 
@@ -27,16 +28,18 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
     return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
-/* The digits of item q (its 8 values v, MLX 4-bit) written at dig (the [span][digit 3][t 4]
- * [i 4][8 bytes] layout, DMV_I8_SPAN_U4 words per span) and, by the group's first lane, the
- * group's (E, sum x) at ex[q / lp]. The whole warp calls it: the lp = 16 / pps lanes of a group
- * (consecutive, q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree;
- * lanes with valid == false take part with zeros and write nothing.
+/* The digits of item q (its 8 values v, MLX 4-bit) as the three 8-byte words of the
+ * [span][digit 3][t 4][i 4][8 bytes] layout (DMV_I8_SPAN_U4 words per span), and its group's
+ * (E, sum x). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive,
+ * q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree.
  * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
  * anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the products say so. Digits
  * by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. */
-__device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
-                                            float2 *ex) {
+struct DmvI8Digits {
+    uint2 w[3]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
+    float2 ex;  /* the group's (E, sum x) */
+};
+__device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
     float mx = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++) mx = fmaxf(mx, fabsf(v[k])), sum += v[k];
@@ -56,14 +59,48 @@ __device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, i
         dg[1][k] = __float_as_int(t1) - 0x4B400000;
         dg[2][k] = __float_as_int(t2) - 0x4B400000;
     }
-    if (!valid) return;
-    const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
-    uint2 *dst = (uint2 *)(dig + (size_t)s * DMV_I8_SPAN_U4 * 16) + t * 4 + i;
+    DmvI8Digits o;
 #pragma unroll
     for (int c = 0; c < 3; c++)
-        dst[c * 16] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
-                                 dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
-    if ((lane & (lp - 1)) == 0) ex[q / lp] = make_float2(E, sum);
+        o.w[c] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
+                            dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
+    o.ex = make_float2(E, sum);
+    return o;
+}
+
+/* Where item q's words go: the uint2 index of digit 0 from the row's start (digit c is 16
+ * further on per c). */
+__device__ __forceinline__ int dmv_i8_word(int q) {
+    const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
+    return s * DMV_I8_SPAN_U4 * 2 + t * 4 + i;
+}
+
+/* dmv_i8_digits written at dig (digits) and ex (the groups' (E, sum), by each group's first
+ * lane), shared or global memory; lanes with valid == false take part with zeros and write
+ * nothing. */
+__device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
+                                            float2 *ex) {
+    const DmvI8Digits o = dmv_i8_digits(v, lp);
+    if (!valid) return;
+    uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
+#pragma unroll
+    for (int c = 0; c < 3; c++) dst[c * 16] = o.w[c];
+    if ((lane & (lp - 1)) == 0) ex[q / lp] = o.ex;
+}
+
+/* The same into the shared memory of every block of the cluster (ranks 0..ncta-1), at the
+ * blocks' common offsets dig and ex (this block's shared-memory addresses, gcu_smem_addr). */
+__device__ __forceinline__ void dmv_i8_item_cluster(const float *v, int q, bool valid, int lp, int lane,
+                                                    unsigned dig, unsigned ex, int ncta) {
+    const DmvI8Digits o = dmv_i8_digits(v, lp);
+    if (!valid) return;
+    const unsigned dst = dig + 8u * (unsigned)dmv_i8_word(q), ed = ex + 8u * (unsigned)(q / lp);
+    const bool head = (lane & (lp - 1)) == 0;
+    for (int r = 0; r < ncta; r++) {
+#pragma unroll
+        for (int c = 0; c < 3; c++) gcu_st_cluster(gcu_cluster_map(dst + 128u * c, (unsigned)r), o.w[c]);
+        if (head) gcu_st_cluster(gcu_cluster_map(ed, (unsigned)r), make_uint2(__float_as_uint(o.ex.x), __float_as_uint(o.ex.y)));
+    }
 }
 
 /* Bytes of a row staged as digits for format f: the digits, then (16-byte aligned) the float2

@@ -1,7 +1,7 @@
 /* launch.cu: device discovery, error mapping and the one kernel-launch path of the CUDA
  * backend (cudaLaunchKernelEx, with programmatic dependent launch when asked: the next kernel
  * may start its weight prefetch while this one drains; it waits with griddepcontrol.wait before
- * touching anything the previous kernels wrote). */
+ * touching anything the previous kernels wrote), in thread-block clusters when asked. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,20 +45,61 @@ extern "C" glim_status gcu_check(cudaError_t e, const char *what, glim_error *er
                      "CUDA: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-extern "C" cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
-                                  cudaStream_t st, int pdl, void **args) {
+extern "C" cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block, size_t smem,
+                                          cudaStream_t st, int pdl, int cluster, void **args) {
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
+    int na = 0;
     if (pdl) {
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na++].val.programmaticStreamSerializationAllowed = 1;
     }
+    if (cluster > 1) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = (unsigned)cluster;
+        attr[na].val.clusterDim.y = 1;
+        attr[na++].val.clusterDim.z = 1;
+    }
+    cfg.attrs = na ? attr : NULL;
+    cfg.numAttrs = (unsigned)na;
     return cudaLaunchKernelExC(&cfg, fn, args);
+}
+
+extern "C" cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
+                                  cudaStream_t st, int pdl, void **args) {
+    return gcu_launch_cluster(fn, grid, block, smem, st, pdl, 1, args);
+}
+
+/* Cached per (kernel, shared memory, cluster size): the query is asked at every launch that
+ * could run in clusters, and its answer does not change within a process. */
+extern "C" int gcu_max_clusters(const void *fn, int block, size_t smem, int cluster) {
+    static struct { const void *fn; size_t smem; int block, cluster, n; } memo[32];
+    static int nmemo;
+    for (int i = 0; i < nmemo; i++)
+        if (memo[i].fn == fn && memo[i].smem == smem && memo[i].block == block && memo[i].cluster == cluster)
+            return memo[i].n;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = dim3((unsigned)cluster);
+    cfg.blockDim = dim3((unsigned)block);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
+        cudaGetLastError();
+        n = 0;
+    }
+    if (nmemo < 32) memo[nmemo++] = {fn, smem, block, cluster, n};
+    return n;
 }
