@@ -345,7 +345,7 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[24];
         int nv = 0;
-        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, split first row blocks merged at the end of a warp's range, graph, PDL, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, split first row blocks merged at the end of a warp's range, down's staging shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
         v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
         v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
@@ -359,7 +359,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
         v[nv].name = "a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv++].o.defer_merge = 0;
         v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
-        v[nv].name = "down's staging shared by clusters of 2 blocks (GLIM_CUDA_CLUSTER=2)", v[nv].o = base, v[nv++].o.cluster = 2;
+        v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;

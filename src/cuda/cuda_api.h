@@ -75,8 +75,8 @@ typedef struct gcu_options {
                         mid-stream (0) */
     int cluster;   /* decode: down (shared-memory ring, integer path) in clusters of this many
                       blocks that share its prologue's staging, each block staging 1/n of the
-                      19968-wide row into every block's shared memory (GLIM_CUDA_CLUSTER, 1:
-                      none; 2..8 where that many fit, an H200 fits 2) */
+                      19968-wide row into every block's shared memory (GLIM_CUDA_CLUSTER, 2;
+                      1: none; up to 8 where that many fit one block per SM: an H200 fits 2) */
     int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
                       path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
                       measured slower, bench/RESULTS.md v11) */
