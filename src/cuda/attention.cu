@@ -16,17 +16,15 @@
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 
 #define AT_SMEM_MAX (200 * 1024)
-#define AT_BATCH 6 /* partials of one thread the merge has in flight together (3 blocks per SM: the
-                    * kernel fits 80 registers with 6, spills with 8) */
+#define AT_BATCH 4 /* partials of one thread the merge has in flight together */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
  * rows hit different banks), scores [G*TILE], m, l, corr [G], the newest k and v [D], a flag,
- * the merge's per-(split, head) max / weight and sum [nsplit*G] each, then (16-byte aligned)
- * the output gate of the block's heads [G*D], copied in as q is made so that the block that
- * finishes does not wait for it. at_smem_floats (host) sizes it for G = H/Hkv. */
+ * then the merge's per-(split, head) max / weight and sum [nsplit*G] each. at_smem_floats (host)
+ * sizes it for G = H/Hkv. */
 struct AtSmem {
-    float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml, *gt;
+    float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml;
     char *kt0, *vt0, *kt1, *vt1; /* two tiles (one consumed while the next arrives), or one twice */
     int rowb; /* bytes from one tile row to the next */
     int *flag;
@@ -52,21 +50,12 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit,
     s.flag = (int *)(s.vbuf + D);
     s.mw = (float *)(s.flag + 4);
     s.ml = s.mw + G * nsplit;
-    s.gt = base + (((s.ml + G * nsplit) - base + 3) & ~(size_t)3);
     return s;
 }
 static size_t at_smem_floats(int G, int D, int nsplit, int kv32, int tiles2) {
     return (size_t)G * D + 4 * GCU_ATT_THREADS +
            (tiles2 ? 4 : 2) * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
-           (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit + 3 + (size_t)G * D;
-}
-/* The output gate of heads [head0, head0 + G) of a qkvg row into sm.gt (asynchronous copies,
- * one group: every later at_tile_wait(0) completes it). */
-__device__ __forceinline__ void at_gate_request(const gcu_attn_call &a, const AtSmem &sm, const float *row,
-                                                int head0, int G) {
-    const float *g = row + (size_t)(a.H + 2 * a.Hkv) * a.D + (size_t)head0 * a.D;
-    for (int i = threadIdx.x; i < G * a.D / 4; i += GCU_ATT_THREADS) gcu_cp_async16(sm.gt + 4 * i, g + 4 * i);
-    asm volatile("cp.async.commit_group;" ::: "memory");
+           (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit;
 }
 
 /* Requests keys and values [tile0, tile0 + nv) of kv head kvh into tile buffer b (asynchronous
@@ -183,29 +172,13 @@ __device__ void at_softmax(const AtSmem &sm, int G) {
 
 /* The last block of a (token, kv head[, head group]) merges the nsp splits' partials at base
  * (o [G*D], m [G], l [G] each, pstride apart) into o (this thread's outputs, as the tile loop
- * holds them) and sm.l (the merged sums). Loads go out in parallel: the maxima and sums of all
- * splits together with the first batch of weighted outputs (one round trip), then the other
- * batches of AT_BATCH splits, spread over all threads when the outputs are fewer than the
- * threads (parts summed in order through sm.red). Deterministic: fixed order everywhere (the
- * batches change when loads are issued, not the order of the sums). */
+ * holds them) and sm.l (the merged sums). Every load is issued in parallel: the maxima and sums
+ * of all splits in one round trip, then the weighted outputs in batches of AT_BATCH splits,
+ * spread over all threads when the outputs are fewer than the threads (parts summed in order
+ * through sm.red). Deterministic: fixed order everywhere. */
 __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp,
                          float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, D4 = D / 4;
-    const int nout = G * D4, P = nout < GCU_ATT_THREADS ? GCU_ATT_THREADS / nout : 1;
-    const int part = P > 1 ? tid / nout : 0;
-    /* the first batch of the first output's partials goes out with the maxima and sums: one
-     * round trip for both where a thread's splits fit one batch */
-    float4 v[AT_BATCH];
-    {
-        const int idx = P > 1 ? tid % nout : tid;
-        if (part < P && idx / D4 < G) {
-#pragma unroll
-            for (int i = 0; i < AT_BATCH; i++) {
-                const int s = part + i * P;
-                if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride) + idx);
-            }
-        }
-    }
     for (int i = tid; i < nsp * G; i += GCU_ATT_THREADS) {
         const int s = i / G, h = i % G;
         sm.mw[i] = __ldcg(base + s * pstride + G * D + h);
@@ -226,18 +199,19 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
         if (lane == 0) sm.l[h] = L;
     }
     __syncthreads();
+    const int nout = G * D4, P = nout < GCU_ATT_THREADS ? GCU_ATT_THREADS / nout : 1;
+    const int part = P > 1 ? tid / nout : 0;
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
         const int idx = P > 1 ? tid % nout : tid + c * GCU_ATT_THREADS, h = idx / D4;
         if ((P > 1 && (c > 0 || part >= P)) || h >= G) break;
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         for (int s0 = part; s0 < nsp; s0 += AT_BATCH * P) {
-            if (c > 0 || s0 != part) { /* batch 0 of output 0 is in flight already */
+            float4 v[AT_BATCH];
 #pragma unroll
-                for (int i = 0; i < AT_BATCH; i++) {
-                    const int s = s0 + i * P;
-                    if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride) + idx);
-                }
+            for (int i = 0; i < AT_BATCH; i++) {
+                const int s = s0 + i * P;
+                if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride) + idx);
             }
 #pragma unroll
             for (int i = 0; i < AT_BATCH; i++) {
@@ -267,8 +241,10 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
     }
 }
 
-/* The kernel's work; every return is taken by the whole block. */
-__device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused) {
+/* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
+ * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
+__device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
+                                        unsigned long long *tl_t) {
     extern __shared__ float at_base[];
     /* blockIdx.x: kv head x head group. Over short spans of keys (a.group_keys) the HG blocks
      * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
@@ -305,8 +281,8 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
     gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
+    if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
     if (!fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
-    at_gate_request(a, sm, row, head0, G);
 
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
@@ -388,6 +364,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         __syncthreads();
     }
 
+    if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
     /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
@@ -413,19 +390,17 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
     if (nsp > 1) at_merge(a.part + (size_t)grp * a.nsplit * pstride, pstride, sm, G, D, nsp, o);
-    /* the gate's copies were completed by the last tile's wait; this block's threads' copies
-     * are visible to all after its barrier (and at_merge's) */
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
-        int idx = tid + c * GCU_ATT_THREADS, h = idx / D4;
+        int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
         const float inv = 1.0f / sm.l[h];
         float4 r = make_float4(o[c].x * inv, o[c].y * inv, o[c].z * inv, o[c].w * inv);
-        const float4 g = ((const float4 *)sm.gt)[idx];
-        r.x *= gcu_sigmoid(g.x);
-        r.y *= gcu_sigmoid(g.y);
-        r.z *= gcu_sigmoid(g.z);
-        r.w *= gcu_sigmoid(g.w);
+        const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D + 4 * d4;
+        r.x *= gcu_sigmoid(g[0]);
+        r.y *= gcu_sigmoid(g[1]);
+        r.z *= gcu_sigmoid(g[2]);
+        r.w *= gcu_sigmoid(g[3]);
         ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)head0 * D))[idx] = r;
         ((float4 *)out)[idx] = r;
     }
@@ -441,12 +416,13 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
                     tid, GCU_ATT_THREADS);
 }
 
-/* 3 blocks per SM: the 256 blocks of a sliding layer at 2k+ keys (and 396 of a full layer's
- * 512 at 4k) resident at once; the merge's batch is sized to stay within the registers */
-__global__ void __launch_bounds__(GCU_ATT_THREADS, 3) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+__global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+    __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, tiles done */
     gcu_tl_mark(a.tl, GCU_TL_START);
-    at_body(a, f, has_f, fused);
+    if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = 0;
+    at_body(a, f, has_f, fused, tl_t);
     gcu_tl_block_end(a.tl);
+    if (a.tl && threadIdx.x == 0 && tl_t[2]) gcu_tl_phases(a.tl, tl_t); /* the blocks that worked */
 }
 
 extern "C" glim_status gcu_attn_init(glim_error *err) {

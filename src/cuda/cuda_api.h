@@ -137,8 +137,10 @@ typedef struct gcu_tl_row {
     char name[32];
     int count; /* launches per token */
     double step_us, start_us, release_us, run_us, spread_us;
-    /* decode matvec only (else 0): the last block's loop start (relative, as the above), and the
-     * block means of waiting for the previous kernel, the prologue, the loop to the block's end */
+    /* decode matvec: the last block's loop start (relative, as the above), and the block means
+     * of waiting for the previous kernel, the prologue, the loop to the block's end; attention:
+     * when the last block's tiles were done, and the means over its working blocks of waiting,
+     * q and the tiles, the partials and merge to the block's end (else 0) */
     double loop_last_us, wait_us, pro_us, loop_us;
 } gcu_tl_row;
 int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,

@@ -639,7 +639,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
     c.fence_sc = g->opt.fence_sc;
-    c.tl = T == 1 ? gcu_tl_take(s, GCU_TLK_ATT) : NULL;
+    c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);

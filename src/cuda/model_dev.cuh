@@ -72,7 +72,7 @@ struct gcu_session {
 };
 
 /* Kinds of decode kernel a timeline tells apart. */
-enum { GCU_TLK_QKVG, GCU_TLK_ATT, GCU_TLK_O, GCU_TLK_GU, GCU_TLK_DOWN, GCU_TLK_HEAD, GCU_TLK_N };
+enum { GCU_TLK_QKVG, GCU_TLK_ATT, GCU_TLK_ATT_FULL, GCU_TLK_O, GCU_TLK_GU, GCU_TLK_DOWN, GCU_TLK_HEAD, GCU_TLK_N };
 /* The next timeline slot for a kernel of this kind, or NULL (no timeline, or full). */
 static inline unsigned long long *gcu_tl_take(gcu_session *s, int kind) {
     if (!s->tl || s->tl_n >= s->tl_max) return NULL;

@@ -5,7 +5,9 @@
  * end minus the previous kernel's) adds up to the token's time, so it says which kernel the
  * critical path spends its time in; "release" (past the wait minus the previous kernel's end) is
  * the price of a kernel boundary. For the decode matvec it adds the block means of waiting,
- * prologue (rows, norms, staging) and loop, and when the last block started its loop. The
+ * prologue (rows, norms, staging) and loop, and when the last block started its loop; for
+ * attention (sliding and full layers apart) the means over its working blocks of waiting, q and
+ * the tiles, then the partials and the merge, and when the last block's tiles were done. The
  * in-kernel phase stamps of --profile time kernels alone; this times them in place, with PDL
  * overlap. */
 #include <stdio.h>
@@ -16,7 +18,8 @@
 
 #define TL_SLOTS 1024
 
-static const char *tl_names[GCU_TLK_N] = {"qkvg", "attention", "o_proj", "gate/up", "down", "head"};
+static const char *tl_names[GCU_TLK_N] = {"qkvg", "attention (sliding)", "attention (full)", "o_proj",
+                                           "gate/up", "down", "head"};
 
 extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max,
                             double *token_us, glim_error *err) {
