@@ -268,6 +268,13 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32, a.tiles2);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
     if (chunk < a.min_chunk) chunk = a.min_chunk;
+    /* no more working blocks than fit the GPU at once: a second wave doubles the latency
+     * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
+     * took 32.4 us; in splits of 128 keys, 26.1) */
+    if (a.resident > 0) {
+        const int per = a.resident / (a.Hkv * (grouped ? HG : 1) * a.T);
+        if (per > 0 && chunk < (n + per - 1) / per) chunk = (n + per - 1) / per;
+    }
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
     if (sp >= nsp) return;
@@ -279,6 +286,10 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * keys in the kernel before: after the wait. */
     const int nv0 = my1 - my0 < GCU_ATT_TILE ? my1 - my0 : GCU_ATT_TILE;
     if (fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
+    /* RoPE's factors depend on the position only: before the wait, off the critical path (at
+     * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
+    GcuRope rope = {};
+    if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, D, pos, lane);
     gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
     if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
@@ -286,14 +297,13 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
 
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
+        const bool rp = a.inv_freq != NULL;
         for (int h = warp; h < G; h += AT_WARPS)
-            gcu_prep_head(row + (size_t)(head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale,
-                          a.inv_freq, pos, lane);
+            gcu_prep_head_at(row + (size_t)(head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
         if (sp == nsp - 1 && warp == AT_WARPS - 1) {
             /* the newest key and value: head group 0 writes them to the cache; every block of
              * the last split keeps its own copy, rounded as the cache stores it */
-            gcu_prep_head(row + (size_t)a.H * D + (size_t)kvh * D, sm.kbuf, D, a.eps, 1.0f,
-                          a.inv_freq, pos, lane);
+            gcu_prep_head_at(row + (size_t)a.H * D + (size_t)kvh * D, sm.kbuf, D, a.eps, 1.0f, rope, rp, lane);
             size_t slot = (size_t)(pos % a.R);
             const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)kvh * D;
             for (int d = lane; d < D; d += 32) {
@@ -458,6 +468,13 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k_attention, GCU_ATT_THREADS, smem) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        per_sm = 0; /* no cap on the splits */
+    }
+    a.resident = per_sm * gcu_sm_count();
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
     int has_f = c->f != NULL;

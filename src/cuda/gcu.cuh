@@ -256,6 +256,8 @@ typedef struct gcu_attn_call {
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
     int group_keys;            /* hgroups apply up to this many keys (opt.att_group) */
     int min_chunk;             /* keys per split at least (opt.att_chunk; 0: one tile) */
+    int resident;              /* set by gcu_attn_launch: blocks resident at once (0: unknown);
+                                  splits get longer rather than outnumber them */
     int tiles2;                /* two tile buffers (splits of several tiles: the next one arrives
                                   while this one is used); else one, less shared memory */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */

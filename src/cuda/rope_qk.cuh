@@ -7,10 +7,27 @@
 
 #include "cuda/gcu.cuh"
 
-/* One warp: dst[0..D) (shared memory) = rope(norm(src) * mul). inv_freq NULL: no RoPE. */
-__device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int D, float eps,
-                                              float mul, const float *inv_freq, int pos,
-                                              int lane) {
+/* RoPE's cosines and sines at `pos` for this lane's pairs d = lane + 32 k (k < 4: D <= 256).
+ * They depend on no activation, so decode attention computes them before its PDL wait. */
+struct GcuRope {
+    float c[4], s[4];
+};
+__device__ __forceinline__ GcuRope gcu_rope_at(const float *inv_freq, int D, int pos, int lane) {
+    GcuRope r;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int d = lane + 32 * k;
+        const float angle = d < D / 2 ? __fmul_rn((float)pos, inv_freq[d]) : 0.0f;
+        r.c[k] = cosf(angle);
+        r.s[k] = sinf(angle);
+    }
+    return r;
+}
+
+/* One warp: dst[0..D) (shared memory) = rope(norm(src) * mul), with rope's factors from
+ * gcu_rope_at (has_rope false: no RoPE). */
+__device__ __forceinline__ void gcu_prep_head_at(const float *src, float *dst, int D, float eps, float mul,
+                                                 const GcuRope &rope, bool has_rope, int lane) {
     float r[8]; /* D <= 256: all loads first, one memory round trip */
 #pragma unroll
     for (int k = 0; k < 8; k++) r[k] = lane + 32 * k < D ? src[lane + 32 * k] : 0.0f;
@@ -25,17 +42,28 @@ __device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int 
     __syncwarp();
     for (int d = lane; d < D; d += 32) dst[d] = __fmul_rn(__fmul_rn(dst[d], inv), mul);
     __syncwarp();
-    if (inv_freq) {
-        int half = D / 2;
-        for (int d = lane; d < half; d += 32) {
-            float angle = __fmul_rn((float)pos, inv_freq[d]);
-            float c = cosf(angle), s = sinf(angle);
-            float a = dst[d], b = dst[d + half];
+    if (has_rope) {
+        const int half = D / 2;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int d = lane + 32 * k;
+            if (d >= half) break;
+            const float c = rope.c[k], s = rope.s[k];
+            const float a = dst[d], b = dst[d + half];
             dst[d] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
             dst[d + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
         }
         __syncwarp();
     }
+}
+
+/* The same computing the factors here (inv_freq NULL: no RoPE). */
+__device__ __forceinline__ void gcu_prep_head(const float *src, float *dst, int D, float eps,
+                                              float mul, const float *inv_freq, int pos,
+                                              int lane) {
+    GcuRope rope = {};
+    if (inv_freq) rope = gcu_rope_at(inv_freq, D, pos, lane);
+    gcu_prep_head_at(src, dst, D, eps, mul, rope, inv_freq != NULL, lane);
 }
 
 /* Writes k and v element o of the cache (bf16, or f32 when kv32). */
