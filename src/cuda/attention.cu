@@ -285,12 +285,11 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
      * keys in the kernel before: after the wait. */
     const int nv0 = my1 - my0 < GCU_ATT_TILE ? my1 - my0 : GCU_ATT_TILE;
-    /* RoPE's frequencies are weights: loaded before the wait (and before the tile), so that q's
-     * rotation waits for no load of its own (session 9, run 4: at context 0 a sliding layer's q
-     * and tile phase took 1.2 us longer than a NoPE layer's) */
-    float freq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (fused && a.inv_freq) gcu_rope_freqs(a.inv_freq, D, lane, freq);
     if (fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
+    /* RoPE's factors depend on the position only: before the wait, off the critical path (at
+     * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
+    GcuRope rope = {};
+    if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, D, pos, lane);
     gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
     if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
@@ -299,7 +298,6 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
     if (fused) {
         const bool rp = a.inv_freq != NULL;
-        const GcuRope rope = gcu_rope_from(freq, pos); /* the sines while q's loads are out */
         for (int h = warp; h < G; h += AT_WARPS)
             gcu_prep_head_at(row + (size_t)(head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
         if (sp == nsp - 1 && warp == AT_WARPS - 1) {

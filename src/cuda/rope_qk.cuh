@@ -7,31 +7,21 @@
 
 #include "cuda/gcu.cuh"
 
-/* RoPE's cosines and sines at `pos` for this lane's pairs d = lane + 32 k (k < 4: D <= 256),
- * from the lane's inverse frequencies (gcu_rope_freqs). Neither depends on an activation:
- * decode attention loads the frequencies before its PDL wait (ahead of its tile, so that the
- * wait is not held up behind the tile's bytes) and takes the sines while q's loads are out. */
+/* RoPE's cosines and sines at `pos` for this lane's pairs d = lane + 32 k (k < 4: D <= 256).
+ * They depend on no activation, so decode attention computes them before its PDL wait. */
 struct GcuRope {
     float c[4], s[4];
 };
-__device__ __forceinline__ void gcu_rope_freqs(const float *inv_freq, int D, int lane, float f[4]) {
-#pragma unroll
-    for (int k = 0; k < 4; k++) f[k] = lane + 32 * k < D / 2 ? inv_freq[lane + 32 * k] : 0.0f;
-}
-__device__ __forceinline__ GcuRope gcu_rope_from(const float f[4], int pos) {
+__device__ __forceinline__ GcuRope gcu_rope_at(const float *inv_freq, int D, int pos, int lane) {
     GcuRope r;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const float angle = __fmul_rn((float)pos, f[k]);
+        const int d = lane + 32 * k;
+        const float angle = d < D / 2 ? __fmul_rn((float)pos, inv_freq[d]) : 0.0f;
         r.c[k] = cosf(angle);
         r.s[k] = sinf(angle);
     }
     return r;
-}
-__device__ __forceinline__ GcuRope gcu_rope_at(const float *inv_freq, int D, int pos, int lane) {
-    float f[4];
-    gcu_rope_freqs(inv_freq, D, lane, f);
-    return gcu_rope_from(f, pos);
 }
 
 /* One warp: dst[0..D) (shared memory) = rope(norm(src) * mul), with rope's factors from
