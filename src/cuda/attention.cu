@@ -272,8 +272,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
      * took 32.4 us; in splits of 128 keys, 26.1) */
     if (a.resident > 0) {
-        const int per = a.resident / (a.Hkv * (grouped ? HG : 1) * a.T);
-        if (per > 0 && chunk < (n + per - 1) / per) chunk = (n + per - 1) / per;
+        const int per = a.resident / (a.Hkv * (grouped ? HG : 1) * a.T); /* splits that fit */
+        const int fit = per > 0 ? (n + per - 1) / per : 0;
+        if (chunk < fit) chunk = fit;
     }
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
@@ -468,13 +469,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k_attention, GCU_ATT_THREADS, smem) !=
-        cudaSuccess) {
-        cudaGetLastError();
-        per_sm = 0; /* no cap on the splits */
-    }
-    a.resident = per_sm * gcu_sm_count();
+    a.resident = gcu_resident((const void *)k_attention, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
     int has_f = c->f != NULL;

@@ -440,7 +440,7 @@ extern "C" int gcu_dmv_takes_digits(const gcu_dmv_call *c) {
 static int dmv_cluster_grid(const void *fn, size_t smem, int blocks, int want, int *cluster) {
     static int told;
     const int nb = (blocks + want - 1) / want * want;
-    const int fit = want <= 8 ? gcu_max_clusters(fn, DMV_THREADS, smem, want) : 0;
+    const int fit = want <= 8 ? gcu_resident(fn, DMV_THREADS, smem, want) : 0;
     if (nb <= gcu_sm_count() && (long long)fit * want >= nb) {
         *cluster = want;
         return nb;

@@ -277,9 +277,9 @@ cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t smem, cudaS
 /* The same in clusters of `cluster` blocks along x (1: none; grid.x a multiple of it). */
 cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                                int pdl, int cluster, void **args);
-/* How many clusters of `cluster` blocks of fn (block threads, smem bytes each) can be resident
- * at once (0 if none or on an error). */
-int gcu_max_clusters(const void *fn, int block, size_t smem, int cluster);
+/* How many clusters of `cluster` blocks of fn (block threads, smem bytes each; 1: single
+ * blocks) can be resident on the GPU at once (0 if none or on an error). */
+int gcu_resident(const void *fn, int block, size_t smem, int cluster);
 glim_status gcu_check(cudaError_t e, const char *what, glim_error *err);
 int gcu_sm_count(void);
 #ifdef __cplusplus

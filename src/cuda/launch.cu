@@ -45,6 +45,16 @@ extern "C" glim_status gcu_check(cudaError_t e, const char *what, glim_error *er
                      "CUDA: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+/* The launch attribute that groups blocks along x into clusters of n. */
+static cudaLaunchAttribute cluster_attr(int n) {
+    cudaLaunchAttribute a;
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = (unsigned)n;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
+}
+
 extern "C" cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block, size_t smem,
                                           cudaStream_t st, int pdl, int cluster, void **args) {
     cudaLaunchConfig_t cfg;
@@ -59,12 +69,7 @@ extern "C" cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block,
         attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[na++].val.programmaticStreamSerializationAllowed = 1;
     }
-    if (cluster > 1) {
-        attr[na].id = cudaLaunchAttributeClusterDimension;
-        attr[na].val.clusterDim.x = (unsigned)cluster;
-        attr[na].val.clusterDim.y = 1;
-        attr[na++].val.clusterDim.z = 1;
-    }
+    if (cluster > 1) attr[na++] = cluster_attr(cluster);
     cfg.attrs = na ? attr : NULL;
     cfg.numAttrs = (unsigned)na;
     return cudaLaunchKernelExC(&cfg, fn, args);
@@ -75,28 +80,32 @@ extern "C" cudaError_t gcu_launch(const void *fn, dim3 grid, dim3 block, size_t 
     return gcu_launch_cluster(fn, grid, block, smem, st, pdl, 1, args);
 }
 
-/* Cached per (kernel, shared memory, cluster size): the query is asked at every launch that
- * could run in clusters, and its answer does not change within a process. */
-extern "C" int gcu_max_clusters(const void *fn, int block, size_t smem, int cluster) {
+/* Cached per (kernel, threads, shared memory, cluster size): launches ask it every time (the
+ * decode matvec's clusters, attention's split cap), and the answer does not change within a
+ * process. */
+extern "C" int gcu_resident(const void *fn, int block, size_t smem, int cluster) {
     static struct { const void *fn; size_t smem; int block, cluster, n; } memo[32];
     static int nmemo;
     for (int i = 0; i < nmemo; i++)
         if (memo[i].fn == fn && memo[i].smem == smem && memo[i].block == block && memo[i].cluster == cluster)
             return memo[i].n;
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = dim3((unsigned)cluster);
-    cfg.blockDim = dim3((unsigned)block);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = (unsigned)cluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
+    cudaError_t e;
+    if (cluster <= 1) {
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, block, smem);
+        n *= gcu_sm_count();
+    } else {
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)cluster);
+        cfg.blockDim = dim3((unsigned)block);
+        cfg.dynamicSmemBytes = smem;
+        cudaLaunchAttribute attr = cluster_attr(cluster);
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        e = cudaOccupancyMaxActiveClusters(&n, fn, &cfg);
+    }
+    if (e != cudaSuccess) {
         cudaGetLastError();
         n = 0;
     }
