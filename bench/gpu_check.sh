@@ -7,7 +7,7 @@
 # steps: tests sanitize quick bench variants profile timeline attenv ncu (default: tests
 # sanitize bench variants profile; quick = a 2-layer bench; timeline = bench --timeline;
 # attenv = decode again under each of ATT_ENVS (attention's switches by default; any settings,
-# with ENV_FLAGS added to each bench, e.g. "--timeline -n 32"); ncu = Nsight
+# several in one item joined by commas, with ENV_FLAGS added to each bench, e.g. "--timeline -n 32"); ncu = Nsight
 # Compute on a few matvec launches). The build
 # always runs. SAN_TOOLS (default "memcheck racecheck synccheck") and SAN_T (seconds per tool,
 # default 70) bound the sanitizer step.
@@ -99,7 +99,7 @@ fi
 if has attenv; then
     for v in ${ATT_ENVS:-GLIM_CUDA_ATT_CHUNK=128 GLIM_CUDA_ATT_CHUNK=256 GLIM_CUDA_ATT_GROUP=65536}; do
         printf '\ndecode with %s:\n\n' "$v" >>"$OUT/bench.md"
-        env "$v" timeout 120 build/glimmer bench --synthetic --prompt 0 $ENV_FLAGS --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
+        env $(echo "$v" | tr ',' ' ') timeout 120 build/glimmer bench --synthetic --prompt 0 $ENV_FLAGS --out "$OUT/bench.md" >>"$OUT/bench.log" 2>&1
         say "bench with $v: rc=$?"
     done
 fi
