@@ -4,18 +4,26 @@
 # of attention in a 2-layer synthetic decode, and writes per kernel: the stall-reason totals
 # (raw page) and the SASS with per-instruction warp-stall samples (source page, CSV) to $OUT.
 # Run after a build (bench/gpu_check.sh builds). Usage: bench/ncu_stalls.sh
+# NCU_TARGETS="name kernel skip;..." picks other launches of the same bench: per context it
+# decodes 4 warm-up + 4 timed tokens at 0, 4096 and 32768 keys, 2 attention launches per token
+# (layer 0 sliding, layer 1 full), so e.g. "att32k_full k_attention 37" is the third token's
+# full layer at 32k keys.
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
 # k_dmv launches per token of the 2-layer model: qkvg o gate/up down (x2), head; skip 22 = the
 # third token's layer-1 qkvg (RESID prologue), 23 its o_proj; attention: 2 per token.
-for k in "qkvg k_dmv 22" "oproj k_dmv 23" "attn k_attention 6"; do
+IFS=';'
+set -f
+for k in ${NCU_TARGETS:-qkvg k_dmv 22;oproj k_dmv 23;attn k_attention 6}; do
+    unset IFS
     set -- $k
     timeout 120 ncu --clock-control none --set full --import-source no --kernel-name regex:"$2" \
         --launch-skip "$3" --launch-count 1 -f -o "$OUT/$1" \
         build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >"$OUT/$1.log" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page raw --csv >"$OUT/$1_raw.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1_sass.csv" 2>&1
+    ncu -i "$OUT/$1.ncu-rep" --page source --print-source cuda --csv >"$OUT/$1_cuda.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page details --print-details all >"$OUT/$1_details.txt" 2>&1
     rm -f "$OUT/$1.ncu-rep"
     echo "$1: $(wc -l <"$OUT/$1_sass.csv") sass lines, $(grep -c . "$OUT/$1_details.txt") detail lines"
