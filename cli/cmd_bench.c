@@ -364,6 +364,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
+        v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

@@ -499,8 +499,10 @@ static void attention(void) {
         {8, 2, 128, 2000, 4},
         /* 8 kv heads x 128 splits of 64 keys outnumber the blocks an H200 holds at once (~396):
          * the splits lengthen to 128 keys (33 of them) instead of running in two waves */
-        {32, 8, 128, 4100, 128}};
-    for (int c = 0; c < 10; c++) {
+        {32, 8, 128, 4100, 128},
+        /* the 30B's full layer at 32k keys (16 heads per kv head, 128 splits of 4 tiles) */
+        {32, 2, 128, 32768, 128}};
+    for (int c = 0; c < 11; c++) {
         int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, n = cases[c].n;
         size_t kvn = (size_t)n * Hkv * D;
         float *q = rand_vec((size_t)H * D, 3.0f), *kk = rand_vec(kvn, 1.0f), *vv = rand_vec(kvn, 2.0f);
@@ -512,13 +514,15 @@ static void attention(void) {
         float scale = 1.0f / sqrtf((float)D);
         cpu_attention(ref, q, &view, H, Hkv, D, scale, scores);
         cpu_sigmoid_gate(ref, g, H * D);
-        for (int few = 0; few < 2; few++) { /* both ways of scoring short tiles */
+        /* the tiles in fp32 (both ways of scoring short tiles) and on the tensor cores */
+        for (int way = 0; way < 3; way++) {
+            const int few = way == 1, mma = way == 2;
             glim_error err;
             glim_status st = gcu_test_attention(q, kk, vv, g, n, H, Hkv, D, scale, cases[c].nsplit,
-                                                few, out, &err);
+                                                few, mma, out, &err);
             char what[128];
-            snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d few %d", H,
-                     Hkv, D, n, cases[c].nsplit, few);
+            snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d%s", H, Hkv, D,
+                     n, cases[c].nsplit, mma ? ", tensor cores" : few ? ", few-key scoring" : "");
             CHECK(st == GLIM_OK, "%s: %s", what, err.message);
             if (st == GLIM_OK) compare(what, out, ref, (size_t)H * D, 1e-4, 1e-4);
         }

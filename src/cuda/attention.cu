@@ -5,7 +5,9 @@
  * applies the sigmoid output gate and, when the slice is whole spans, stages its part of the
  * o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
  * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
- * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k.
+ * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k; on the
+ * tensor cores (gcu_attn_call.mma) q and the probabilities enter as bf16 hi + lo (16 bits of
+ * mantissa), K and V as they are, with fp32 sums.
  * Each tile's keys and values come into shared memory by asynchronous copies, one round trip
  * per tile: read from global memory one group at a time they were a chain of ~80 dependent
  * loads per tile, 61 us per layer at 4k keys (bench/RESULTS.md v7). */
@@ -16,15 +18,20 @@
 #define AT_FEW 8 /* tiles with at most this many keys score one warp per (head, key) */
 
 #define AT_SMEM_MAX (200 * 1024)
+#define AT_PROW (GCU_ATT_TILE + 8) /* bf16 per row of the probabilities' hi / lo (mma path): rows
+                                    * 4 banks apart, so a fragment's 8 rows hit 32 banks */
 #define AT_BATCH 4 /* partials of one thread the merge has in flight together */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
  * rows hit different banks), scores [G*TILE], m, l, corr [G], the newest k and v [D], a flag,
- * then the merge's per-(split, head) max / weight and sum [nsplit*G] each. at_smem_floats (host)
- * sizes it for G = H/Hkv. */
+ * then the merge's per-(split, head) max / weight and sum [nsplit*G] each, then (mma path) q's
+ * fragments [D/16][32 lanes][8 words] and the probabilities' hi and lo [16][AT_PROW] bf16 each.
+ * at_smem_floats (host) sizes it for G = H/Hkv. */
 struct AtSmem {
     float *qs, *red, *S, *m, *l, *corr, *kbuf, *vbuf, *mw, *ml;
+    uint4 *qa;                   /* mma path: q as the scores' A fragments, hi then lo */
+    __nv_bfloat16 *ph, *pl;      /* mma path: the tile's probabilities [16][AT_PROW], hi and lo */
     char *kt0, *vt0, *kt1, *vt1; /* two tiles (one consumed while the next arrives), or one twice */
     int rowb; /* bytes from one tile row to the next */
     int *flag;
@@ -50,12 +57,133 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit,
     s.flag = (int *)(s.vbuf + D);
     s.mw = (float *)(s.flag + 4);
     s.ml = s.mw + G * nsplit;
+    s.qa = (uint4 *)(((uintptr_t)(s.ml + G * nsplit) + 15) & ~(uintptr_t)15);
+    s.ph = (__nv_bfloat16 *)(s.qa + (D / 16) * 32 * 2);
+    s.pl = s.ph + 16 * AT_PROW;
     return s;
 }
 static size_t at_smem_floats(int G, int D, int nsplit, int kv32, int tiles2) {
     return (size_t)G * D + 4 * GCU_ATT_THREADS +
            (tiles2 ? 4 : 2) * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
-           (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit;
+           (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit +
+           4 + (size_t)(D / 16) * 32 * 8 + 16 * AT_PROW; /* alignment, q's fragments, P hi + lo */
+}
+
+/* ---- the tile on the tensor cores (mma.m16n8k16, bf16 in, fp32 sums) ----------------------
+ * Rows of A and of the accumulators are query heads (16, those past G zero), the scores' n the
+ * tile's 64 keys (warp w: keys 8w..8w+7), P V's n the head dimension (warp w: columns 8w.. and
+ * 8(w+8)..). Lane roles as in gcu_mma: g = lane / 4 (a row, or B's column), t = lane % 4. */
+
+/* Whether the block's tiles go on the tensor cores (block-uniform): shapes the fragments cover,
+ * and a split of at least AT_MMA_MIN keys (a handful, as at context 0, costs the whole tile's
+ * fix-ups and barriers on the tensor cores; the fp32 path walks only the keys there are). */
+#define AT_MMA_MIN 16
+__device__ __forceinline__ bool at_use_mma(const gcu_attn_call &a, int G, int nkeys) {
+    return a.mma && !a.kv32 && a.D % 16 == 0 && a.D <= 128 && G <= 16 && nkeys >= AT_MMA_MIN;
+}
+
+/* q (sm.qs, fp32) as A fragments, once per block: thread (k step ks, lane) packs rows g and g+8,
+ * columns 16 ks + 2t (+1) and + 8 (+9), hi then lo. Zero rows past G. */
+__device__ void at_q_fragments(const AtSmem &sm, int G, int D) {
+    const int ks = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if (ks >= D / 16) return;
+    uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int h = g + (r & 1) * 8, col = 16 * ks + 2 * t + (r >> 1) * 8;
+        const float x0 = h < G ? sm.qs[h * D + col] : 0.0f, x1 = h < G ? sm.qs[h * D + col + 1] : 0.0f;
+        uint32_t h0, l0, h1, l1;
+        gcu_split(x0, &h0, &l0);
+        gcu_split(x1, &h1, &l1);
+        hi[r] = h0 | h1 << 16;
+        lo[r] = l0 | l1 << 16;
+    }
+    sm.qa[(ks * 32 + lane) * 2] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    sm.qa[(ks * 32 + lane) * 2 + 1] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+}
+
+/* Scores of one tile (buffer b): warp w's 8 keys against the 16 rows of q, hi and lo. */
+__device__ void at_scores_mma(const gcu_attn_call &a, const AtSmem &sm, int b, int G, int tile0, int k1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3, D = a.D;
+    /* B column g = key 8w + g: the bf16 pair (d 16 ks + 2t, +1) and the one 8 further */
+    const char *kr = (b ? sm.kt1 : sm.kt0) + (8 * warp + g) * sm.rowb + 4 * t;
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int ks = 0; ks < D / 16; ks++) {
+        const uint4 ah = sm.qa[(ks * 32 + lane) * 2], al = sm.qa[(ks * 32 + lane) * 2 + 1];
+        const uint32_t b0 = *(const uint32_t *)(kr + 32 * ks), b1 = *(const uint32_t *)(kr + 32 * ks + 16);
+        gcu_mma(c, ah.x, ah.y, ah.z, ah.w, b0, b1);
+        gcu_mma(c, al.x, al.y, al.z, al.w, b0, b1);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++) { /* c: (row g, key 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) */
+        const int h = g + (e >> 1) * 8, kl = 8 * warp + 2 * t + (e & 1);
+        if (h < G) sm.S[h * GCU_ATT_TILE + kl] = tile0 + kl < k1 ? c[e] * a.scale : -INFINITY;
+    }
+}
+
+/* o (rows g, g+8 of warp w's two column tiles, as acc[nt][4]) = o * corr + P V over the tile
+ * (buffer b); P from sm.ph / sm.pl, V's B fragments by ldmatrix.trans from the tile rows. */
+__device__ void at_pv_mma(const gcu_attn_call &a, const AtSmem &sm, int b, int G, float acc[2][4]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3, D = a.D;
+    const float cg = g < G ? sm.corr[g] : 0.0f, cg8 = g + 8 < G ? sm.corr[g + 8] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        acc[i][0] *= cg;
+        acc[i][1] *= cg;
+        acc[i][2] *= cg8;
+        acc[i][3] *= cg8;
+    }
+    const int ntiles = D / 8, nt0 = warp, nt1 = warp + AT_WARPS < ntiles ? warp + AT_WARPS : warp;
+    if (nt0 >= ntiles) return;
+    /* ldmatrix x4: matrix m = lane / 8 takes keys 8 (m & 1) + lane % 8 of the k step at column
+     * tile m < 2 ? nt0 : nt1; its registers are then B's b0, b1 for nt0 and for nt1 */
+    const int m = lane >> 3, key = 8 * (m & 1) + (lane & 7), col = 8 * (m < 2 ? nt0 : nt1);
+    const unsigned vaddr = gcu_smem_addr((b ? sm.vt1 : sm.vt0) + key * sm.rowb + col * 2);
+    const uint32_t *ph = (const uint32_t *)sm.ph, *pl = (const uint32_t *)sm.pl;
+#pragma unroll
+    for (int ks = 0; ks < GCU_ATT_TILE / 16; ks++) {
+        /* A: rows g, g+8, keys 16 ks + 2t (+1) and + 8 (+9), words of AT_PROW / 2 per row */
+        const int w0 = g * (AT_PROW / 2) + 8 * ks + t, w8 = w0 + 8 * (AT_PROW / 2);
+        const uint32_t h0 = ph[w0], h1 = ph[w8], h2 = ph[w0 + 4], h3 = ph[w8 + 4];
+        const uint32_t l0 = pl[w0], l1 = pl[w8], l2 = pl[w0 + 4], l3 = pl[w8 + 4];
+        uint32_t r0, r1, r2, r3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"(vaddr + (unsigned)(16 * ks * sm.rowb)));
+        gcu_mma(acc[0], h0, h1, h2, h3, r0, r1);
+        gcu_mma(acc[0], l0, l1, l2, l3, r0, r1);
+        if (nt1 != nt0) {
+            gcu_mma(acc[1], h0, h1, h2, h3, r2, r3);
+            gcu_mma(acc[1], l0, l1, l2, l3, r2, r3);
+        }
+    }
+}
+
+/* The tile loop's o in the fp32 path's layout (thread: float4 idx = tid + c * threads of
+ * [G][D]) through sm.qs, which q no longer needs once its fragments are made. */
+__device__ void at_pv_mma_out(const gcu_attn_call &a, const AtSmem &sm, int G, const float acc[2][4],
+                              float4 o[AT_MAXC]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3, D = a.D;
+    const int ntiles = D / 8;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int nt = warp + i * AT_WARPS;
+        if (nt >= ntiles) break;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int h = g + (e >> 1) * 8, d = 8 * nt + 2 * t + (e & 1);
+            if (h < G) sm.qs[h * D + d] = acc[i][e];
+        }
+    }
+    __syncthreads();
+    const int D4 = D / 4;
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) {
+        const int idx = threadIdx.x + c * GCU_ATT_THREADS;
+        if (idx / D4 >= G) break;
+        o[c] = ((const float4 *)sm.qs)[idx];
+    }
+    __syncthreads();
 }
 
 /* Requests keys and values [tile0, tile0 + nv) of kv head kvh into tile buffer b (asynchronous
@@ -149,8 +277,9 @@ __device__ void at_scores_few(const gcu_attn_call &a, const AtSmem &sm, int kvh,
         if (i % GCU_ATT_TILE >= nv) sm.S[i] = -INFINITY;
 }
 
-/* Online softmax over the tile's scores; S becomes probabilities (relative to the new max). */
-__device__ void at_softmax(const AtSmem &sm, int G) {
+/* Online softmax over the tile's scores; S becomes probabilities (relative to the new max), and
+ * on the mma path they also go to sm.ph / sm.pl as bf16 hi + lo. */
+__device__ void at_softmax(const AtSmem &sm, int G, bool mma) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int h = warp; h < G; h += AT_WARPS) {
         float *row = sm.S + h * GCU_ATT_TILE;
@@ -160,6 +289,14 @@ __device__ void at_softmax(const AtSmem &sm, int G) {
         float p0 = v0 == -INFINITY ? 0.0f : expf(v0 - mn), p1 = v1 == -INFINITY ? 0.0f : expf(v1 - mn);
         row[lane] = p0;
         row[lane + 32] = p1;
+        if (mma) {
+            uint32_t h0, l0, h1, l1;
+            gcu_split(p0, &h0, &l0);
+            gcu_split(p1, &h1, &l1);
+            unsigned short *ph = (unsigned short *)sm.ph + h * AT_PROW, *pl = (unsigned short *)sm.pl + h * AT_PROW;
+            ph[lane] = (unsigned short)h0, pl[lane] = (unsigned short)l0;
+            ph[lane + 32] = (unsigned short)h1, pl[lane + 32] = (unsigned short)l1;
+        }
         float sum = gcu_warp_sum(p0 + p1);
         __syncwarp();
         if (lane == 0) {
@@ -323,11 +460,20 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         sm.m[h] = -INFINITY;
         sm.l[h] = 0.0f;
     }
+    const bool mma = at_use_mma(a, G, my1 - my0);
+    if (mma) /* the probabilities' rows past G stay zero */
+        for (int i = G * AT_PROW + tid; i < 16 * AT_PROW; i += GCU_ATT_THREADS)
+            sm.ph[i] = sm.pl[i] = __float2bfloat16_rn(0.0f);
     __syncthreads();
+    if (mma) {
+        at_q_fragments(sm, G, D);
+        __syncthreads();
+    }
 
     float4 o[AT_MAXC];
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
@@ -338,12 +484,39 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
             at_tile_wait(0);
         }
-        if (a.few && nv_t <= AT_FEW) at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
-        else if (a.kv32) at_scores<true>(a, sm, b, G, tile0, my1, newest);
-        else at_scores<false>(a, sm, b, G, tile0, my1, newest);
+        if (mma) {
+            /* the tensor cores read whole tiles: the newest key and value from this block's
+             * copies, rows past the split's end zero (stale rows could hold NaNs, and 0 x NaN
+             * is NaN); the scores mask those keys by position */
+            const bool own = newest >= tile0 && newest < tile0 + nv_t;
+            if (own || nv_t < GCU_ATT_TILE) {
+                char *kt = b ? sm.kt1 : sm.kt0, *vt = b ? sm.vt1 : sm.vt0;
+                if (own)
+                    for (int d = tid; d < D; d += GCU_ATT_THREADS) {
+                        const int kl = newest - tile0;
+                        ((__nv_bfloat16 *)(kt + kl * sm.rowb))[d] = __float2bfloat16_rn(sm.kbuf[d]);
+                        ((__nv_bfloat16 *)(vt + kl * sm.rowb))[d] = __float2bfloat16_rn(sm.vbuf[d]);
+                    }
+                for (int i = nv_t * D + tid; i < GCU_ATT_TILE * D; i += GCU_ATT_THREADS)
+                    ((__nv_bfloat16 *)(vt + (i / D) * sm.rowb))[i % D] = __float2bfloat16_rn(0.0f);
+                __syncthreads();
+            }
+            at_scores_mma(a, sm, b, G, tile0, my1);
+        } else if (a.few && nv_t <= AT_FEW) {
+            at_scores_few(a, sm, kvh, G, tile0, nv_t, newest);
+        } else if (a.kv32) {
+            at_scores<true>(a, sm, b, G, tile0, my1, newest);
+        } else {
+            at_scores<false>(a, sm, b, G, tile0, my1, newest);
+        }
         __syncthreads();
-        at_softmax(sm, G);
+        at_softmax(sm, G, mma);
         __syncthreads();
+        if (mma) {
+            at_pv_mma(a, sm, b, G, omma);
+            __syncthreads();
+            continue;
+        }
         const int nv = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
 #pragma unroll
         for (int c = 0; c < AT_MAXC; c++) {
@@ -375,6 +548,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         __syncthreads();
     }
 
+    if (mma) at_pv_mma_out(a, sm, G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
@@ -485,7 +659,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
 
 extern "C" glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                           const float *gate, int n_keys, int H, int Hkv, int D,
-                                          float scale, int nsplit, int few, float *out,
+                                          float scale, int nsplit, int few, int mma, float *out,
                                           glim_error *err) {
     if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
     int ldq = (2 * H + 2 * Hkv) * D, G = H / Hkv, pos = n_keys - 1;
@@ -536,6 +710,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.nsplit = nsplit;
         c.tiles2 = 1;
         c.few = few;
+        c.mma = mma;
         c.part = part;
         c.counters = cnt;
         c.aout = ao;

@@ -31,7 +31,8 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_I8, GLIM_CUDA_DYN,
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_ATT_MMA,
+ * GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER override the defaults). */
 typedef struct gcu_options {
@@ -59,6 +60,8 @@ typedef struct gcu_options {
                       block per kv head and split */
     int att_chunk; /* attention: keys per split at least (GLIM_CUDA_ATT_CHUNK, 64 = one tile):
                       more keys per block, fewer blocks and partials */
+    int att_mma;   /* attention: each tile's scores and P V by bf16 mma, q and P split into
+                      hi + lo bf16 (GLIM_CUDA_ATT_MMA, 1) instead of fp32 dot products */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
     int i8;        /* decode matvec on MLX 4-bit: integer tensor cores, x as 8-bit digits
@@ -221,10 +224,11 @@ glim_status gcu_test_qk_prep(float *q, int n_heads, float *k, int n_kv, int D, f
 /* Decode attention of one query against n_keys cached rows (keys and values rounded to bf16 in
  * the cache, as the backend stores them), followed by the sigmoid gate:
  * out[h][d] = attention(q)[h][d] * sigmoid(gate[h][d]). nsplit splits the keys across blocks;
- * few: tiles of <= 8 keys scored one warp per (head, key). */
+ * few: tiles of <= 8 keys scored one warp per (head, key); mma: tiles on the tensor cores
+ * (gcu_attn_call.mma; where the shapes do not allow it, the fp32 path runs). */
 glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                const float *gate, int n_keys, int n_heads, int n_kv, int D,
-                               float scale, int nsplit, int few, float *out, glim_error *err);
+                               float scale, int nsplit, int few, int mma, float *out, glim_error *err);
 
 /* Elementwise twins: out = a * sigmoid(g); out = silu(g) * u; z = cap*tanh(z*mult/cap). */
 glim_status gcu_test_elementwise(int op, const float *a, const float *b, int n, float mult,

@@ -41,6 +41,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.fast = env_int("GLIM_CUDA_FAST", 1);
     o.chain = env_int("GLIM_CUDA_CHAIN", 0);
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
+    o.att_mma = env_int("GLIM_CUDA_ATT_MMA", 1);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
     /* session 7, run 3: the shared-memory ring's first slot at block start, the other after
      * staging: 157.1 tok/s against 154.7 all at block start (1: 156.6, 2: 156.4); k_dmv (the
@@ -632,6 +633,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pdl = pdl_on(s);
     c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
     c.few = g->opt.att_few;
+    c.mma = g->opt.att_mma;
     c.group_keys = g->opt.att_group;
     c.min_chunk = g->opt.att_chunk;
     /* a second tile buffer only where a split can span several tiles */

@@ -261,6 +261,8 @@ typedef struct gcu_attn_call {
     int tiles2;                /* two tile buffers (splits of several tiles: the next one arrives
                                   while this one is used); else one, less shared memory */
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
+    int mma;                   /* scores and P V on the tensor cores (opt.att_mma) where the
+                                  shapes allow (bf16 cache, D % 16 == 0, D <= 128, G <= 16) */
     int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
     int fence_sc;              /* the split merge's fences sequentially consistent (gcu_fence_gpu) */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
