@@ -62,11 +62,11 @@ __device__ __forceinline__ AtSmem at_smem(float *base, int G, int D, int nsplit,
     s.pl = s.ph + 16 * AT_PROW;
     return s;
 }
-static size_t at_smem_floats(int G, int D, int nsplit, int kv32, int tiles2, int mma) {
+static size_t at_smem_floats(int G, int D, int nsplit, int kv32, int tiles2) {
     return (size_t)G * D + 4 * GCU_ATT_THREADS +
            (tiles2 ? 4 : 2) * GCU_ATT_TILE * (size_t)at_row_bytes(D, kv32) / 4 +
            (size_t)G * GCU_ATT_TILE + 3 * G + 2 * D + 4 + 2 * (size_t)G * nsplit +
-           (mma ? 4 + (size_t)(D / 16) * 32 * 8 + 16 * AT_PROW : 0); /* alignment, q's fragments, P */
+           4 + (size_t)(D / 16) * 32 * 8 + 16 * AT_PROW; /* alignment, q's fragments, P hi + lo */
 }
 
 /* ---- the tile on the tensor cores (mma.m16n8k16, bf16 in, fp32 sums) ----------------------
@@ -634,10 +634,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
     /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
     int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
-    /* the tensor-core path where some block's shapes allow it (at_use_mma); else its shared
-     * memory is not allocated and a.mma says so */
-    const int mma = c->mma && !c->kv32 && c->D % 16 == 0 && c->D <= 128 && G / HG <= 16;
-    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32, c->tiles2, mma);
+    size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32, c->tiles2);
     if (smem > AT_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "attention: %d heads per kv head of width %d over "
                          "%d splits need %zu bytes of shared memory (at most %d)", G, c->D,
@@ -646,7 +643,6 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
-    a.mma = mma;
     a.resident = gcu_resident((const void *)k_attention, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
