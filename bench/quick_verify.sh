@@ -5,6 +5,7 @@
 # process of a call runs ~2.5 % slow, bench/RESULTS.md v12), and the ncu targets of
 # bench/ncu_stalls.sh if NCU_TARGETS is set. Logs and tables under $OUT.
 # Usage (device): OUT=$OUT sh bench/quick_verify.sh   (carry .deps and build/src/cuda)
+# Written in session 10 after its device time ran out: not yet run on the device.
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p "$OUT"
 # newer than the copied sources; the dependency lists name this machine's system headers,
