@@ -502,7 +502,7 @@ static void attention(void) {
         {32, 8, 128, 4100, 128},
         /* the 30B's full layer at 32k keys (16 heads per kv head, 128 splits of 4 tiles) */
         {32, 2, 128, 32768, 128}};
-    for (int c = 0; c < 11; c++) {
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         int H = cases[c].H, Hkv = cases[c].Hkv, D = cases[c].D, n = cases[c].n;
         size_t kvn = (size_t)n * Hkv * D;
         float *q = rand_vec((size_t)H * D, 3.0f), *kk = rand_vec(kvn, 1.0f), *vv = rand_vec(kvn, 2.0f);
