@@ -33,7 +33,7 @@ say "build ok ($(($(date +%s) - t0)) s)"
 
 STEPS=${*:-tests sanitize bench variants profile}
 # the decode path's off-default switches at once (tests and memcheck run them too)
-OFF_DEFAULTS="GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_TMA=0 GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0 GLIM_CUDA_ATT_MMA=0"
+OFF_DEFAULTS="GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_TMA=0 GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0 GLIM_CUDA_ATT_MMA=0"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -45,7 +45,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -73,6 +73,11 @@ echo "== memcheck with $OFF_DEFAULTS on $FIX" >>"$OUT/sanitizer.log"
 env $OFF_DEFAULTS timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
 say "compute-sanitizer memcheck ($FIX, $OFF_DEFAULTS): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+# stream-K on the shared-memory ring (the default gives each block whole row blocks)
+echo "== memcheck with GLIM_CUDA_BLOCK_ROWS=0 on $FIX" >>"$OUT/sanitizer.log"
+GLIM_CUDA_BLOCK_ROWS=0 timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+say "compute-sanitizer memcheck ($FIX, GLIM_CUDA_BLOCK_ROWS=0): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 # the prefill kernels, and the tensor-core attention, which needs splits of 16 keys or more

@@ -345,9 +345,9 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[24];
+        struct { const char *name; gcu_options o; } v[28];
         int nv = 0;
-        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, split first row blocks merged at the end of a warp's range, down's staging shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, down's staging shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
         v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
         v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
@@ -359,12 +359,18 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "shared-memory ring requested whole at block start (GLIM_CUDA_LATE_RING=0, session 6's default)", v[nv].o = base, v[nv++].o.late_ring = 0;
         v[nv].name = "shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv++].o.late_ring = 1;
         v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
-        v[nv].name = "a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv++].o.defer_merge = 0;
+        v[nv].name = "stream-K ranges over the grid, split row blocks merged through global memory at the end of a warp's range (GLIM_CUDA_BLOCK_ROWS=0, session 10's default)", v[nv].o = base, v[nv++].o.block_rows = 0;
+        v[nv].name = "stream-K, a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv].o.block_rows = 0, v[nv++].o.defer_merge = 0;
         v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
         v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
         v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
         v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
         v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
+        v[nv].name = "down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv++].o.block_rows = 23;
+        v[nv].name = "o_proj's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_O=4)", v[nv].o = base, v[nv++].o.tma_slots_o = 4;
+        v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
+        v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;
+        v[nv].name = "qkvg's and o_proj's rings 4 slots of 2 units", v[nv].o = base, v[nv].o.tma_slots_qkvg = 4, v[nv++].o.tma_slots_o = 4;
         v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {

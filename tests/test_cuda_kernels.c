@@ -199,8 +199,9 @@ static void matvec_swiglu_softcap(void) {
  * tolerance. */
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
-    const int i8 = (mode >= 1 && mode <= 3) || mode >= 6, dyn = mode == 2 || mode == 3, max_blocks = mode == 3 ? 3 : 0;
-    const int defer_merge = mode >= 7, cluster = mode == 8 ? 2 : 1;
+    const int i8 = (mode >= 1 && mode <= 3) || (mode >= 6 && mode != 10), dyn = mode == 2 || mode == 3;
+    const int max_blocks = mode == 3 ? 3 : 0, defer_merge = mode >= 7, cluster = mode == 8 || mode == 9 ? 2 : 1;
+    const int block_rows = mode >= 9;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
     const int late_ring = tma ? (ring + 1) % 4 : ring <= 4 ? ring - 2 : 0;
@@ -230,13 +231,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
-                      max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster};
+                      max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
-    char what[360];
+    char what[400];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d (first requested: late_ring %d)%s%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
-             epi, centered ? "centred" : "plain", ring, late_ring, defer_merge ? ", split first row block's arrival deferred" : "",
+             epi, centered ? "centred" : "plain", ring, late_ring,
+             block_rows ? ", whole row blocks per block" : defer_merge ? ", split first row block's arrival deferred" : "",
              cluster == 2 ? ", staging shared by clusters of 2" : "",
              !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks",
              !tma ? "" : ring == 4 ? (tma_chunk == 2 ? ", shared-memory ring of as many 2-unit slots as fit" : ", shared-memory ring of as many units as fit")
@@ -259,8 +261,11 @@ static void decode_matvec(void) {
      * many times) and as many as fit; 5 the same with 2 units per bulk copy (a warp's last
      * chunk may be a single unit); 6 the shared-memory ring of 2-unit slots on the integer path;
      * 7 the same with a warp's split first row block arriving at the end of its range (the default);
-     * 8: 7 with the staging shared by clusters of 2 blocks (GLIM_CUDA_CLUSTER) */
-    for (int mode = 0; mode < 9; mode++)
+     * 8: 7 with the staging shared by clusters of 2 blocks (GLIM_CUDA_CLUSTER); 9: 8 with whole
+     * row blocks per block, split ones merged in shared memory (GLIM_CUDA_BLOCK_ROWS); 10: 5
+     * (bf16 hi/lo) with whole row blocks per block. Shapes with fewer row blocks than SMs and
+     * blocks with fewer units than warps are among them. */
+    for (int mode = 0; mode < 11; mode++)
     for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
@@ -289,8 +294,10 @@ static void decode_matvec(void) {
  * past it are staged by the last rank). Small products have fewer blocks than a cluster
  * multiple: the grid is rounded up with blocks that own no units but stage. Clusters of 2 must
  * run (an H200 holds 66 of them, one block per SM); clusters of 4 may not fit a grid of one
- * block per SM (an H200 holds 30: 120 SMs), and then only say so. */
-static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi) {
+ * block per SM (an H200 holds 30: 120 SMs), and then only say so. block_rows: the same with
+ * whole row blocks per block (GLIM_CUDA_BLOCK_ROWS), whose shares also come from the grid
+ * without clusters. */
+static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi, int block_rows) {
     const int swiglu = epi == GCU_EPI_SWIGLU;
     hmat W = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f), U;
     if (swiglu) U = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f);
@@ -300,13 +307,13 @@ static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, 
     const int cl[3] = {1, 2, 4};
     glim_status st[3];
     char what[200];
-    snprintf(what, sizeof what, "decode matvec %lldx%lld (input %lld wide) group %d input %d epi %d", (long long)rows,
-             (long long)K, (long long)kin, group, pro, epi);
+    snprintf(what, sizeof what, "decode matvec %lldx%lld (input %lld wide) group %d input %d epi %d%s", (long long)rows,
+             (long long)K, (long long)kin, group, pro, epi, block_rows ? ", whole row blocks per block" : "");
     for (int i = 0; i < 3; i++) {
         out[i] = malloc(sizeof(float) * rows);
         hh[i] = malloc(sizeof(float) * K);
         gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
-                          0, 1, 2, 2, 1, cl[i]};
+                          0, 1, 2, 2, 1, cl[i], block_rows};
         glim_error err;
         st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
         if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
@@ -331,6 +338,11 @@ static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, 
     free(h), free(src), free(wa), free(wo);
     free_mat(&W);
     if (swiglu) free_mat(&U);
+}
+
+static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi) {
+    check_cluster_bits_of(rows, K, kin, group, pro, epi, 0);
+    check_cluster_bits_of(rows, K, kin, group, pro, epi, 1);
 }
 
 static void decode_matvec_cluster_bits(void) {
@@ -371,13 +383,13 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer, 1};
+                      0, 1, slots, 2, defer >= 1, 1, defer == 2};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];
     snprintf(what, sizeof what, "gate/up %lldx%lld -> down %lldx%lld through staged digits, group %d, input %d, "
              "%d slots%s", (long long)N, (long long)K, (long long)R, (long long)N, group, pro, slots,
-             defer ? ", deferred arrivals" : "");
+             defer == 2 ? ", whole row blocks per block" : defer ? ", deferred arrivals" : "");
     CHECK(st == GLIM_OK, "%s: %s", what, err.message);
     if (st == GLIM_OK) {
         CHECK(memcmp(o1, o2, sizeof(float) * R) == 0, "%s: down on staged digits differs from down "
@@ -391,15 +403,18 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     free_mat(&W), free_mat(&U), free_mat(&D);
 }
 
+/* defer 0: stream-K merges as each row block ends; 1: a split first row block's arrival
+ * deferred; 2: whole row blocks per block (both products), merged in shared memory */
 static void swiglu_down_digits(void) {
     NEED_GPU();
-    for (int defer = 0; defer < 2; defer++)
+    for (int defer = 0; defer < 3; defer++)
         for (int slots = 2; slots <= 3; slots++) {
             check_swiglu_down(384, 1536, 517, 64, 2, slots, defer);
             check_swiglu_down(320, 640, 45, 32, 0, slots, defer);
             check_swiglu_down(1024, 256, 133, 64, 0, slots, defer); /* many spans per warp */
         }
     check_swiglu_down(19968, 6656, 6656, 64, 2, 2, 1); /* the 30B's gate/up and down */
+    check_swiglu_down(19968, 6656, 6656, 64, 2, 2, 2);
 }
 
 static void residual_norms(void) {

@@ -20,7 +20,8 @@
 #define AT_SMEM_MAX (200 * 1024)
 #define AT_PROW (GCU_ATT_TILE + 8) /* bf16 per row of the probabilities' hi / lo (mma path): rows
                                     * 4 banks apart, so a fragment's 8 rows hit 32 banks */
-#define AT_BATCH 4 /* partials of one thread the merge has in flight together */
+#define AT_BATCH 4 /* partials of one thread the merge has in flight together (outputs < threads) */
+#define AT_MLOADS 12 /* the same with several outputs per thread: loads in flight over all of them */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
@@ -307,6 +308,46 @@ __device__ void at_softmax(const AtSmem &sm, int G, bool mma) {
     }
 }
 
+/* The weighted sum of the nsp splits' outputs for this thread's NC outputs (float4 idx = tid +
+ * c * threads, c < NC): the loads of AT_MLOADS / NC splits x NC outputs in flight together, so a
+ * thread with two outputs (16 heads of 128) waits 128 / 6 round trips for 128 splits, not
+ * 2 x 128 / AT_BATCH. Split order and per-output sums as the one-output loop, so the same bits. */
+template <int NC>
+__device__ __forceinline__ void at_merge_outputs(const float *base, size_t pstride, const AtSmem &sm, int G,
+                                                 int D4, int nsp, float4 o[AT_MAXC]) {
+    constexpr int SB = NC >= 3 ? 2 : AT_MLOADS / NC; /* splits per batch (3-4 outputs: registers) */
+    int hc[NC];
+    float4 acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        hc[c] = ((int)threadIdx.x + c * GCU_ATT_THREADS) / D4;
+        acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    for (int s0 = 0; s0 < nsp; s0 += SB) {
+        float4 v[SB][NC];
+#pragma unroll
+        for (int i = 0; i < SB; i++)
+#pragma unroll
+            for (int c = 0; c < NC; c++)
+                if (s0 + i < nsp)
+                    v[i][c] = __ldcg((const float4 *)(base + (s0 + i) * pstride) + threadIdx.x + c * GCU_ATT_THREADS);
+#pragma unroll
+        for (int i = 0; i < SB; i++) {
+            if (s0 + i >= nsp) break;
+#pragma unroll
+            for (int c = 0; c < NC; c++) {
+                const float e = sm.mw[(s0 + i) * G + hc[c]];
+                acc[c].x += v[i][c].x * e;
+                acc[c].y += v[i][c].y * e;
+                acc[c].z += v[i][c].z * e;
+                acc[c].w += v[i][c].w * e;
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++) o[c] = acc[c];
+}
+
 /* The last block of a (token, kv head[, head group]) merges the nsp splits' partials at base
  * (o [G*D], m [G], l [G] each, pstride apart) into o (this thread's outputs, as the tile loop
  * holds them) and sm.l (the merged sums). Every load is issued in parallel: the maxima and sums
@@ -338,6 +379,16 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
     __syncthreads();
     const int nout = G * D4, P = nout < GCU_ATT_THREADS ? GCU_ATT_THREADS / nout : 1;
     const int part = P > 1 ? tid / nout : 0;
+    if (P == 1) { /* every thread has outputs: nc of them (the last ones may be past G) */
+        const int nc = (nout - tid + GCU_ATT_THREADS - 1) / GCU_ATT_THREADS;
+        switch (nc < AT_MAXC ? nc : AT_MAXC) {
+        case 1: at_merge_outputs<1>(base, pstride, sm, G, D4, nsp, o); break;
+        case 2: at_merge_outputs<2>(base, pstride, sm, G, D4, nsp, o); break;
+        case 3: at_merge_outputs<3>(base, pstride, sm, G, D4, nsp, o); break;
+        default: at_merge_outputs<4>(base, pstride, sm, G, D4, nsp, o); break;
+        }
+        return;
+    }
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
         const int idx = P > 1 ? tid % nout : tid + c * GCU_ATT_THREADS, h = idx / D4;

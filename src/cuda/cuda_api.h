@@ -34,7 +34,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_ATT_MMA,
  * GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
- * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER override the defaults). */
+ * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
+ * GLIM_CUDA_TMA_SLOTS_O, GLIM_CUDA_TMA_SLOTS_QKVG override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -71,6 +72,8 @@ typedef struct gcu_options {
     int tma;       /* decode matvec: weights stream by bulk copies into a ring in shared memory
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
     int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
+    int tma_slots_o, tma_slots_qkvg; /* the same for o_proj and qkvg alone (GLIM_CUDA_TMA_SLOTS_O,
+                                        GLIM_CUDA_TMA_SLOTS_QKVG; 0: tma_slots) */
     int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
     int defer_merge; /* decode matvec on the shared-memory ring: a warp's first row block, when
                         split with other warps, arrives at its merge at the end of the warp's
@@ -83,6 +86,11 @@ typedef struct gcu_options {
     int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
                       path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
                       measured slower, bench/RESULTS.md v11) */
+    int block_rows; /* decode matvec on the shared-memory ring: the products in this mask (1
+                       qkvg, 2 o_proj, 4 gate/up, 8 down, 16 head) give each block whole row
+                       blocks, its warps merging split ones in shared memory, instead of
+                       stream-K ranges over the grid merged through global memory
+                       (GLIM_CUDA_BLOCK_ROWS, 31: all) */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
@@ -187,6 +195,7 @@ typedef struct gcu_test_dmv {
     int tma_chunk;               /* units per slot (0: 1) */
     int defer_merge;             /* gcu_dmv_call.defer_merge */
     int cluster;                 /* gcu_dmv_call.cluster */
+    int block_rows;              /* gcu_dmv_call.block_rows */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

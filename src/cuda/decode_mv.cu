@@ -473,6 +473,11 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         d->tring_off = off;
         fn = dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, d->i8);
         *smem = sm;
+        /* block-owned row blocks: a warp's ring holds its split partials at the end (64 float2) */
+        if (c->block_rows && (size_t)slots * chunk * c->m->unit_bytes >= 64 * sizeof(float2)) {
+            if (*blocks > c->m->nrb) *blocks = c->m->nrb;
+            d->bblocks = *blocks;
+        }
     }
     d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
@@ -596,6 +601,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->tma_chunk = p->tma_chunk;
     c->defer_merge = p->defer_merge;
     c->cluster = p->cluster;
+    c->block_rows = p->block_rows;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

@@ -101,6 +101,43 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     __syncthreads();
 }
 
+/* Block-owned row blocks (d.bblocks): the warps of this block that own units of row block rb.
+ * The block's units are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */
+__device__ __forceinline__ void tma_block_owners(const MvArgs &a, int rb, long long bu0, long long bun, int *wf,
+                                                 int *wl) {
+    const long long f = (long long)rb * a.nspan - bu0;
+    *wf = mv_owner(f, bun, DMV_WARPS);
+    *wl = mv_owner(f + a.nspan - 1, bun, DMV_WARPS);
+}
+
+/* The block's split row blocks, once every warp's loop is done: each warp leaves its two
+ * partials (first and last segment) in its own ring, which no copy fills any more, and row block
+ * i of the block is summed by warp i % 16 in warp order from zero (the order of mv_merge), then
+ * written by the epilogue. wring: warp rings' stride in uint4. */
+static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4 *ring0, int wring, long long bu0,
+                                                    long long bun, float2 keep0, float2 keep1, int lane, int warp) {
+    float2 *mine = (float2 *)(ring0 + (size_t)warp * wring);
+    mine[lane] = keep0;
+    mine[32 + lane] = keep1;
+    __syncthreads();
+    const int r0 = (int)(bu0 / a.nspan), nr = (int)(bun / a.nspan);
+    for (int i = warp; i < nr; i += DMV_WARPS) {
+        const int rb = r0 + i;
+        int wf, wl;
+        tma_block_owners(a, rb, bu0, bun, &wf, &wl);
+        if (wf == wl) continue; /* written by its warp */
+        /* wf's range starts before rb unless at its first unit: rb is then wf's last segment */
+        const int slot_f = bun * wf / DMV_WARPS < (long long)rb * a.nspan - bu0 ? 1 : 0;
+        float sg[1] = {0.0f}, sh[1] = {0.0f};
+        for (int w = wf; w <= wl; w++) {
+            const float2 v = ((const float2 *)(ring0 + (size_t)w * wring))[(w == wf ? slot_f : 0) * 32 + lane];
+            sg[0] += v.x;
+            sh[0] += v.y;
+        }
+        mv_epilogue<1>(a, rb, lane, sg, sh);
+    }
+}
+
 template <int KIND, int PPS, bool SBF32, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -113,7 +150,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wg = blockIdx.x * DMV_WARPS + warp;
     int u0 = 0, u1 = 0; /* this warp's units, as k_dmv's */
-    if (wg < a.W) {
+    long long bu0 = 0, bun = 0; /* d.bblocks: this block's units, whole row blocks */
+    if (d.bblocks > 0) {
+        if ((int)blockIdx.x < d.bblocks) {
+            const long long R = a.nunits / a.nspan, r0 = R * blockIdx.x / d.bblocks;
+            bu0 = r0 * a.nspan;
+            bun = (R * (blockIdx.x + 1) / d.bblocks - r0) * a.nspan;
+            u0 = (int)(bu0 + bun * warp / DMV_WARPS);
+            u1 = (int)(bu0 + bun * (warp + 1) / DMV_WARPS);
+        }
+    } else if (wg < a.W) {
         u0 = (int)(a.nunits * wg / a.W);
         u1 = (int)(a.nunits * (wg + 1) / a.W);
     }
@@ -235,6 +281,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true;
     int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
+    float2 keep0 = make_float2(0.0f, 0.0f), keep1 = keep0; /* d.bblocks: first, last segment */
     int slot = 0, k = 0; /* unit j is unit k of the chunk in `slot` */
     unsigned phase = 0;
     for (int j = 0; j < n; j++) {
@@ -274,7 +321,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
                 vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
                 vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
             }
-            if (d.defer_merge) {
+            if (d.bblocks > 0) {
+                /* whole: written now; split: kept for the block's merge (first / last segment) */
+                int wf, wl;
+                tma_block_owners(a, rb, bu0, bun, &wf, &wl);
+                if (wf == wl) mv_epilogue<1>(a, rb, lane, vg, vh);
+                else if (first) keep0 = make_float2(vg[0], vh[0]);
+                else keep1 = make_float2(vg[0], vh[0]);
+            } else if (d.defer_merge) {
                 /* a split row block's arrival waits for the end of the range (the first segment
                  * is the only split one before it), and both go in one round trip */
                 const bool split = !mv_put<1>(a, rb, first, wg, lane, vg, vh);
@@ -296,6 +350,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             ep = e0;
         }
     }
+    if (d.bblocks > 0)
+        tma_block_merge(a, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
+                        lane, warp);
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();

@@ -69,6 +69,12 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 9: down's prologue 5.7 -> 4.6 us (run 1 timeline), 152.6 against 151.2 tok/s
      * (run 2, one process) */
     o.cluster = env_int("GLIM_CUDA_CLUSTER", 2);
+    /* session 11, run 2 (one process): 163.7 tok/s for every product against 150.9 with none
+     * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
+     * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
+    o.block_rows = env_int("GLIM_CUDA_BLOCK_ROWS", 31);
+    o.tma_slots_o = env_int("GLIM_CUDA_TMA_SLOTS_O", 0);
+    o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -749,6 +755,18 @@ static int chain_fits(const gcu_model *g) {
     return 1;
 }
 
+/* The bit of a product (its timeline kind) in gcu_options.block_rows. */
+static int dmv_product_bit(int kind) {
+    switch (kind) {
+    case GCU_TLK_QKVG: return 1;
+    case GCU_TLK_O: return 2;
+    case GCU_TLK_GU: return 4;
+    case GCU_TLK_DOWN: return 8;
+    case GCU_TLK_HEAD: return 16;
+    }
+    return 0;
+}
+
 /* One decode matvec. pro RAW: x = src (width K). NORM: x = norm_out(src). RESID:
  * h_out = h_in + centred_post_norm(src; w_add), x = norm_out(h_out). norm_out is the centred
  * pre-norm w_out, or the plain final norm for the head. */
@@ -794,8 +812,12 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
      * us longer and o_proj's 0.8, the peer barrier costing more than the half it saves) */
     c.cluster = src == s->act ? g->opt.cluster : 1;
     c.stamps = s->prof_stamps;
-    c.tl = gcu_tl_take(s, M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
-                          : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG);
+    const int kind = M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
+                     : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG;
+    c.tl = gcu_tl_take(s, kind);
+    c.block_rows = (g->opt.block_rows & dmv_product_bit(kind)) != 0;
+    if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
+    if (kind == GCU_TLK_QKVG && g->opt.tma_slots_qkvg > 0) c.tma_slots = g->opt.tma_slots_qkvg;
     return c;
 }
 

@@ -162,6 +162,11 @@ typedef struct gcu_dmv_call {
     int fence_sc;              /* the merges' fences sequentially consistent (gcu_fence_gpu) */
     int defer_merge;           /* k_dmv_tma: a warp's split first row block arrives at the end
                                   of its range, with its last (mv_arrive) */
+    int block_rows;            /* k_dmv_tma: each block owns whole row blocks (its share of the
+                                  grid's, in order); its 16 warps cut the block's units as
+                                  stream-K cuts the grid's, and split row blocks are summed in
+                                  shared memory at the block's end, in warp order (no global
+                                  partials or counters). Ignored on other kernels */
     /* SWIGLU producer (gate/up): its output also staged as the integer path's digits for the
      * consumer of format *stage_f (down; MLX 4-bit, groups <= 64, width out_rows) into
      * stage_dig (gcu_dmv_digits_bytes), by the warp that completes each span's last row block;
