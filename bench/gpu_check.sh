@@ -45,7 +45,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" GLIM_CUDA_CLUSTER_ROWS=1 "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -78,6 +78,13 @@ echo "== memcheck with GLIM_CUDA_BLOCK_ROWS=0 on $FIX" >>"$OUT/sanitizer.log"
 GLIM_CUDA_BLOCK_ROWS=0 timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
 say "compute-sanitizer memcheck ($FIX, GLIM_CUDA_BLOCK_ROWS=0): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+# down's row blocks owned by its clusters: partials read from the peer's shared memory
+for tool in memcheck racecheck; do
+    echo "== $tool with GLIM_CUDA_CLUSTER_ROWS=1 on $FIX" >>"$OUT/sanitizer.log"
+    GLIM_CUDA_CLUSTER_ROWS=1 timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+    say "compute-sanitizer $tool ($FIX, GLIM_CUDA_CLUSTER_ROWS=1): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+done
 FIX8=tests/vectors/mlx8_b
 P=0,$(seq -s, 11 50)
 # the prefill kernels, and the tensor-core attention, which needs splits of 16 keys or more

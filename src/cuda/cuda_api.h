@@ -35,7 +35,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
- * GLIM_CUDA_TMA_SLOTS_O, GLIM_CUDA_TMA_SLOTS_QKVG override the defaults). */
+ * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_TMA_SLOTS_O, GLIM_CUDA_TMA_SLOTS_QKVG override the
+ * defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -91,6 +92,9 @@ typedef struct gcu_options {
                        blocks, its warps merging split ones in shared memory, instead of
                        stream-K ranges over the grid merged through global memory
                        (GLIM_CUDA_BLOCK_ROWS, 31: all) */
+    int cluster_rows; /* with block_rows: where a product runs in clusters (down), the cluster
+                         owns the row blocks, merging through distributed shared memory
+                         (GLIM_CUDA_CLUSTER_ROWS, 0) */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
@@ -196,6 +200,7 @@ typedef struct gcu_test_dmv {
     int defer_merge;             /* gcu_dmv_call.defer_merge */
     int cluster;                 /* gcu_dmv_call.cluster */
     int block_rows;              /* gcu_dmv_call.block_rows */
+    int cluster_rows;            /* gcu_dmv_call.cluster_rows */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -482,6 +482,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
+    d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
     *fn_out = fn;
     return GLIM_OK;
 }
@@ -602,6 +603,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->defer_merge = p->defer_merge;
     c->cluster = p->cluster;
     c->block_rows = p->block_rows;
+    c->cluster_rows = p->cluster_rows;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

@@ -101,40 +101,57 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     __syncthreads();
 }
 
-/* Block-owned row blocks (d.bblocks): the warps of this block that own units of row block rb.
- * The block's units are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */
-__device__ __forceinline__ void tma_block_owners(const MvArgs &a, int rb, long long bu0, long long bun, int *wf,
-                                                 int *wl) {
+/* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
+ * with d.cluster_rows: nw warps, rank-major) that own units of row block rb. The owner's units
+ * are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */
+__device__ __forceinline__ void tma_block_owners(const MvArgs &a, int rb, long long bu0, long long bun, int nw,
+                                                 int *wf, int *wl) {
     const long long f = (long long)rb * a.nspan - bu0;
-    *wf = mv_owner(f, bun, DMV_WARPS);
-    *wl = mv_owner(f + a.nspan - 1, bun, DMV_WARPS);
+    *wf = mv_owner(f, bun, nw);
+    *wl = mv_owner(f + a.nspan - 1, bun, nw);
 }
 
-/* The block's split row blocks, once every warp's loop is done: each warp leaves its two
+/* The owner's split row blocks, once every warp's loop is done: each warp leaves its two
  * partials (first and last segment) in its own ring, which no copy fills any more, and row block
- * i of the block is summed by warp i % 16 in warp order from zero (the order of mv_merge), then
- * written by the epilogue. wring: warp rings' stride in uint4. */
+ * i of the owner is summed by its warp i % nw in warp order from zero (the order of mv_merge),
+ * then written by the epilogue. own > 1: the owner is the cluster; partials of the peers' warps
+ * are read from their shared memory between two cluster barriers (the second keeps every block's
+ * memory alive until the peers are done with it). wring: the warp rings' stride in uint4. */
 static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4 *ring0, int wring, long long bu0,
-                                                    long long bun, float2 keep0, float2 keep1, int lane, int warp) {
+                                                    long long bun, float2 keep0, float2 keep1, int lane, int warp,
+                                                    int own) {
     float2 *mine = (float2 *)(ring0 + (size_t)warp * wring);
     mine[lane] = keep0;
     mine[32 + lane] = keep1;
-    __syncthreads();
+    if (own > 1) {
+        gcu_cluster_arrive();
+        gcu_cluster_wait();
+    } else {
+        __syncthreads();
+    }
+    const int nw = own * DMV_WARPS, ow = (int)(blockIdx.x % own) * DMV_WARPS + warp;
     const int r0 = (int)(bu0 / a.nspan), nr = (int)(bun / a.nspan);
-    for (int i = warp; i < nr; i += DMV_WARPS) {
+    for (int i = ow; i < nr; i += nw) {
         const int rb = r0 + i;
         int wf, wl;
-        tma_block_owners(a, rb, bu0, bun, &wf, &wl);
+        tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
         if (wf == wl) continue; /* written by its warp */
         /* wf's range starts before rb unless at its first unit: rb is then wf's last segment */
-        const int slot_f = bun * wf / DMV_WARPS < (long long)rb * a.nspan - bu0 ? 1 : 0;
+        const int slot_f = bun * wf / nw < (long long)rb * a.nspan - bu0 ? 1 : 0;
         float sg[1] = {0.0f}, sh[1] = {0.0f};
         for (int w = wf; w <= wl; w++) {
-            const float2 v = ((const float2 *)(ring0 + (size_t)w * wring))[(w == wf ? slot_f : 0) * 32 + lane];
+            const int at = (w == wf ? slot_f : 0) * 32 + lane;
+            const float2 *p = (const float2 *)(ring0 + (size_t)(w % DMV_WARPS) * wring) + at;
+            const float2 v = own > 1 ? gcu_ld_cluster_f2(gcu_cluster_map(gcu_smem_addr(p), (unsigned)(w / DMV_WARPS)))
+                                     : *p;
             sg[0] += v.x;
             sh[0] += v.y;
         }
         mv_epilogue<1>(a, rb, lane, sg, sh);
+    }
+    if (own > 1) {
+        gcu_cluster_arrive();
+        gcu_cluster_wait();
     }
 }
 
@@ -150,14 +167,19 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int wg = blockIdx.x * DMV_WARPS + warp;
     int u0 = 0, u1 = 0; /* this warp's units, as k_dmv's */
-    long long bu0 = 0, bun = 0; /* d.bblocks: this block's units, whole row blocks */
+    /* d.bblocks: the owner's units (whole row blocks); the owner is this block, or with
+     * d.cluster_rows its cluster, whose nw warps (rank-major) cut them */
+    long long bu0 = 0, bun = 0;
+    const int own = d.cluster_rows ? d.cluster : 1, nw = own * DMV_WARPS;
+    const int ow = (int)(blockIdx.x % own) * DMV_WARPS + warp; /* the warp's index in its owner */
     if (d.bblocks > 0) {
-        if ((int)blockIdx.x < d.bblocks) {
-            const long long R = a.nunits / a.nspan, r0 = R * blockIdx.x / d.bblocks;
+        const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
+        if (o < no) {
+            const long long R = a.nunits / a.nspan, r0 = R * o / no;
             bu0 = r0 * a.nspan;
-            bun = (R * (blockIdx.x + 1) / d.bblocks - r0) * a.nspan;
-            u0 = (int)(bu0 + bun * warp / DMV_WARPS);
-            u1 = (int)(bu0 + bun * (warp + 1) / DMV_WARPS);
+            bun = (R * (o + 1) / no - r0) * a.nspan;
+            u0 = (int)(bu0 + bun * ow / nw);
+            u1 = (int)(bu0 + bun * (ow + 1) / nw);
         }
     } else if (wg < a.W) {
         u0 = (int)(a.nunits * wg / a.W);
@@ -324,7 +346,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             if (d.bblocks > 0) {
                 /* whole: written now; split: kept for the block's merge (first / last segment) */
                 int wf, wl;
-                tma_block_owners(a, rb, bu0, bun, &wf, &wl);
+                tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
                 if (wf == wl) mv_epilogue<1>(a, rb, lane, vg, vh);
                 else if (first) keep0 = make_float2(vg[0], vh[0]);
                 else keep1 = make_float2(vg[0], vh[0]);
@@ -352,7 +374,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     }
     if (d.bblocks > 0)
         tma_block_merge(a, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
-                        lane, warp);
+                        lane, warp, own);
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();

@@ -167,6 +167,10 @@ typedef struct gcu_dmv_call {
                                   stream-K cuts the grid's, and split row blocks are summed in
                                   shared memory at the block's end, in warp order (no global
                                   partials or counters). Ignored on other kernels */
+    int cluster_rows;          /* with block_rows and cluster > 1: the cluster owns the row
+                                  blocks, its warps (all blocks') cut them and merge through
+                                  distributed shared memory (fewer, larger owners: a better
+                                  balance where row blocks are few, as down's 416 on 132 SMs) */
     /* SWIGLU producer (gate/up): its output also staged as the integer path's digits for the
      * consumer of format *stage_f (down; MLX 4-bit, groups <= 64, width out_rows) into
      * stage_dig (gcu_dmv_digits_bytes), by the warp that completes each span's last row block;
@@ -434,6 +438,11 @@ __device__ __forceinline__ unsigned gcu_cluster_map(unsigned saddr, unsigned ran
 }
 __device__ __forceinline__ void gcu_st_cluster(unsigned caddr, uint2 v) {
     asm volatile("st.shared::cluster.v2.u32 [%0], {%1, %2};" ::"r"(caddr), "r"(v.x), "r"(v.y) : "memory");
+}
+__device__ __forceinline__ float2 gcu_ld_cluster_f2(unsigned caddr) {
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(caddr) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ float gcu_bf16lo(uint32_t w) { return __uint_as_float(w << 16); }
