@@ -85,8 +85,18 @@ for tool in memcheck racecheck; do
         build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
     say "compute-sanitizer $tool ($FIX, GLIM_CUDA_CLUSTER_ROWS=1): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 done
-FIX8=tests/vectors/mlx8_b
+# the chained decode (a layer's products in one launch, grid barriers, the ring across them),
+# also after a 41-token prompt
 P=0,$(seq -s, 11 50)
+for tool in memcheck racecheck synccheck; do
+    for toks in 0,5,7 "$P"; do
+        echo "== $tool with GLIM_CUDA_CHAIN=1 on $FIX, prompt $toks" >>"$OUT/sanitizer.log"
+        GLIM_CUDA_CHAIN=1 timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            build/glimmer run -m "$FIX" --backend cuda --tokens "$toks" -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+        say "compute-sanitizer $tool ($FIX, GLIM_CUDA_CHAIN=1, $(echo "$toks" | tr -cd , | wc -c)+1-token prompt): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+    done
+done
+FIX8=tests/vectors/mlx8_b
 # the prefill kernels, and the tensor-core attention, which needs splits of 16 keys or more
 # (the 3-token runs above stay below)
 for tool in memcheck racecheck synccheck; do

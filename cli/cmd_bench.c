@@ -345,7 +345,7 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[28];
+        struct { const char *name; gcu_options o; } v[32];
         int nv = 0;
         v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, down's staging shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
@@ -372,7 +372,8 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
         v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;
         v[nv].name = "qkvg's and o_proj's rings 4 slots of 2 units", v[nv].o = base, v[nv].o.tma_slots_qkvg = 4, v[nv++].o.tma_slots_o = 4;
-        v[nv].name = "chained o / gate-up / down / next qkvg (one launch per layer)", v[nv].o = base, v[nv++].o.chain = 1;
+        v[nv].name = "a layer's o / gate-up / down / next qkvg in one launch, each warp's ring running on across them, as many slots of 2 units as fit (GLIM_CUDA_CHAIN=1)", v[nv].o = base, v[nv++].o.chain = 1;
+        v[nv].name = "the same chain with 2 slots of 2 units (GLIM_CUDA_CHAIN=1 GLIM_CUDA_CHAIN_SLOTS=2)", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.chain_slots = 2;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);

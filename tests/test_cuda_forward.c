@@ -33,6 +33,10 @@
 #include "gpu_skip.h"
 
 #ifdef GLIM_HAVE_CUDA
+#include "cuda/cuda_api.h"
+#endif
+
+#ifdef GLIM_HAVE_CUDA
 
 static float max_abs(const float *x, size_t n) {
     float m = 0;
@@ -339,6 +343,81 @@ static void random_mlx8_wide(void) {
     random_vs_cpu("mlx8", s);
 }
 
+/* The chained decode (GLIM_CUDA_CHAIN=1: a layer's o_proj, gate/up, down and next qkvg or head
+ * in one launch, the weights' ring running on across them) computes each product as its own
+ * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
+ * the separate kernels' bit for bit; and the chain must really have run (its launch count). */
+static void chain_bits_of(const char *name, glim_synth_spec spec) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
+    glim_error err = {0};
+    REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
+    glim_status st;
+    glim_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        setenv("GLIM_CUDA_CHAIN", k ? "1" : "0", 1);
+        m[k] = open_model(dir, "cuda", 0, &st, &err);
+        unsetenv("GLIM_CUDA_CHAIN");
+        if (!m[k]) {
+            glim_model_close(m[0]);
+            REQUIRE(0, "%s: %s", name, err.message);
+        }
+    }
+    const int V = spec.vocab_size, P = 2 * spec.sliding_window + 3, N = 12;
+    int32_t *tok = malloc(sizeof(int32_t) * P), seq[2][12];
+    float *lg[2] = {malloc(sizeof(float) * (size_t)N * V), malloc(sizeof(float) * (size_t)N * V)};
+    srand(23);
+    tok[0] = 1;
+    for (int i = 1; i < P; i++) tok[i] = rand() % V;
+    long before = gcu_dmv_chain_count();
+    int ok0 = greedy_run(m[0], tok, P, N, seq[0], lg[0]);
+    CHECK(gcu_dmv_chain_count() == before, "%s: the chain ran with GLIM_CUDA_CHAIN=0", name);
+    before = gcu_dmv_chain_count();
+    int ok1 = greedy_run(m[1], tok, P, N, seq[1], lg[1]);
+    const long chained = gcu_dmv_chain_count() - before;
+    printf("  info: %s: %ld chained launches for %d decoded tokens of %d layers\n", name, chained, N - 1,
+           spec.n_layers);
+    CHECK(chained >= spec.n_layers, "%s: GLIM_CUDA_CHAIN=1 launched %ld chains, at least %d expected", name,
+          chained, spec.n_layers);
+    if (ok0 && ok1) {
+        /* the prompt's logits (row 0) come from the prefill path, the rest from decode */
+        size_t diff = 0, first = 0;
+        for (size_t i = (size_t)V; i < (size_t)N * V; i++)
+            if (memcmp(&lg[0][i], &lg[1][i], sizeof(float)) != 0 && diff++ == 0) first = i;
+        CHECK(diff == 0, "%s: chained decode differs from the separate kernels in %zu logits (first: token %zu, "
+              "id %zu: %.9g vs %.9g)", name, diff, first / V, first % V, diff ? lg[0][first] : 0.0,
+              diff ? lg[1][first] : 0.0);
+        CHECK(memcmp(seq[0], seq[1], sizeof seq[0]) == 0, "%s: greedy tokens differ with the chain", name);
+    }
+    free(lg[0]);
+    free(lg[1]);
+    free(tok);
+    glim_model_close(m[0]);
+    glim_model_close(m[1]);
+}
+
+static void chain_bits(void) {
+    NEED_GPU();
+    glim_synth_spec s = glim_synth_tiny(); /* groups of 32 (4 parts per span), rows < SMs */
+    s.bits = 4;
+    s.seed = 5;
+    chain_bits_of("chain_tiny", s);
+    /* groups of 64, more row blocks than SMs for gate/up (the head too), a 1408-wide down */
+    s = glim_synth_tiny();
+    s.bits = 4;
+    s.group_size = 64;
+    s.hidden_size = 512;
+    s.intermediate_size = 1408;
+    s.n_layers = 3;
+    s.n_heads = 8;
+    s.n_kv_heads = 2;
+    s.head_dim = 64;
+    s.vocab_size = 4160;
+    s.sliding_window = 16;
+    s.seed = 11;
+    chain_bits_of("chain_wide", s);
+}
+
 static int is_file(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -374,6 +453,7 @@ int main(void) {
     RUN(random_hf_bf16);
     RUN(random_mlx4);
     RUN(random_mlx8_wide);
+    RUN(chain_bits);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

@@ -50,7 +50,10 @@ typedef struct gcu_options {
     int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4, 2..6 on the integer
                       path (GLIM_CUDA_DMV_RING, 3) */
     int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one cooperative launch
-                      with grid barriers (GLIM_CUDA_CHAIN, default 0) */
+                      with grid barriers, the weights' ring running on across them (decode_chain.cu:
+                      the integer path on the shared-memory ring; GLIM_CUDA_CHAIN, default 0) */
+    int chain_slots; /* the chain's ring: slots of tma_chunk units per warp at most
+                        (GLIM_CUDA_CHAIN_SLOTS, 0: as many as fit) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)
                       (GLIM_CUDA_ATT_FEW, default 0: measured no faster, session 3) */
     int late_ring; /* decode matvec: request the ring's first weights before the PDL wait (0),
@@ -164,6 +167,10 @@ int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, d
 /* Device-to-device copy bandwidth in bytes/s (bytes read + bytes written), median of reps
  * copies of `bytes` bytes. */
 glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error *err);
+
+/* Chained decode launches (GLIM_CUDA_CHAIN, decode_chain.cu) this process has enqueued: the
+ * tests check with it that a chained decode really ran chained. */
+long gcu_dmv_chain_count(void);
 
 /* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
 

@@ -26,23 +26,6 @@
 
 #include "cuda/decode_mv.cuh"
 
-/* RING units in flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in
- * flight against the memory latency; the bench compares 2, 3 and 4. */
-/* Grid barrier of the chained kernel: every block arrives (counter += 1) and waits until the
- * counter reaches target. All blocks are resident (one per SM, cooperative launch). */
-__device__ __forceinline__ void dmv_grid_barrier(unsigned *bar, unsigned target) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(bar, 1u);
-        unsigned v;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-        } while (v < target);
-    }
-    __syncthreads();
-}
-
 /* Requests the first RING units of this warp's range [u0, u1) into the ring; lp advances. */
 template <int KIND, int PPS, bool SBF32, int RING>
 __device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, const uint4 *&lp, int u0,
@@ -55,14 +38,12 @@ __device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, co
         }
 }
 
-/* One decode matrix-vector product by the whole grid (out of line: inlined twice into the chain,
- * ptxas kept values of one step alive across the other and spilled). bar == NULL: a kernel of its own (waits
- * for the previous kernel with griddepcontrol.wait). Otherwise step `step` of a chain: its first
- * weights are requested, then the grid barrier closes the previous step. `last`: let the next
- * kernel launch when the weights of this step have all been requested. */
+/* One decode matrix-vector product by the whole grid: the weights' first RING units per warp
+ * are requested, then the kernel waits for the previous one (griddepcontrol.wait). RING units in
+ * flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in flight against the
+ * memory latency; the bench compares 2, 3 and 4. */
 template <int KIND, int PPS, bool SBF32, int RING, bool I8>
-__device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, double *scratch,
-                                      unsigned *bar, int step, bool last) {
+__device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, double *scratch) {
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -90,8 +71,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
     }
     MvSlot<KIND, PPS, SBF32> ring[RING];
     if (ring_at == 0) dmv_ring_fill<KIND, PPS, SBF32, RING>(ring, lp, u0, u1, uw, lane, pol);
-    if (!bar || step == 0) gcu_pdl_wait();
-    else dmv_grid_barrier(bar, (unsigned)step * gridDim.x);
+    gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
@@ -136,7 +116,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
                 mv_load_p(s, lp, lane, pol);
                 lp += uw;
             } else if (!trig) {
-                if (last) gcu_pdl_trigger();
+                gcu_pdl_trigger();
                 trig = true;
             }
             if constexpr (I8) {
@@ -167,7 +147,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
             }
         }
     }
-    if (!trig && last) gcu_pdl_trigger();
+    if (!trig) gcu_pdl_trigger();
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();
@@ -186,38 +166,7 @@ template <int KIND, int PPS, bool SBF32, int RING, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
     __shared__ double scratch[DMV_WARPS];
-    dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch, NULL, 0, true);
-}
-
-/* Up to DMV_CHAIN products in one launch, a grid barrier between them: a layer's o_proj,
- * gate/up, down and the next layer's qkvg (or the head) without three kernel boundaries; each
- * step's first weights are in flight before its barrier. The barrier counter is left at zero
- * for the next launch by the last block out. */
-struct DmvChain {
-    DmvArgs step[DMV_CHAIN];
-    int n;
-    unsigned *bar; /* [2], zero */
-};
-
-template <int KIND, int PPS, bool SBF32, int RING>
-__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_constant__ DmvChain c) {
-    extern __shared__ uint4 dmv_smem[];
-    __shared__ double scratch[DMV_WARPS];
-    /* the step's arguments go through shared memory: indexing the parameters at run time made
-     * ptxas copy them to local memory and spill */
-    __shared__ __align__(16) DmvArgs sargs;
-#pragma unroll 1
-    for (int i = 0; i < c.n; i++) {
-        __syncthreads(); /* the previous step is done with sargs */
-        for (int k = threadIdx.x; k < (int)(sizeof(DmvArgs) / 4); k += DMV_THREADS)
-            ((int *)&sargs)[k] = ((const int *)&c.step[i])[k];
-        __syncthreads();
-        dmv_body<KIND, PPS, SBF32, RING, false>(sargs, dmv_smem, scratch, c.bar, i, i == c.n - 1);
-    }
-    if (threadIdx.x == 0 && atomicAdd(c.bar + 1, 1u) == gridDim.x - 1) {
-        c.bar[0] = 0; /* every block is past every barrier */
-        c.bar[1] = 0;
-    }
+    dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch);
 }
 
 /* The residual add alone (one block): h_out = h_in + centred_norm(src; w_add), for decode with
@@ -248,23 +197,6 @@ static const void *dmv_pick_r(int kind, int pps, int sbf32) {
     case 9: return (const void *)k_dmv<GCU_KIND_Q, 4, true, RING, I8>;
     }
     return NULL;
-}
-template <int RING>
-static const void *dmv_chain_pick_r(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return (const void *)k_dmv_chain<GCU_KIND_DENSE, 1, false, RING>;
-    switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv_chain<GCU_KIND_Q, 1, false, RING>;
-    case 3: return (const void *)k_dmv_chain<GCU_KIND_Q, 1, true, RING>;
-    case 4: return (const void *)k_dmv_chain<GCU_KIND_Q, 2, false, RING>;
-    case 5: return (const void *)k_dmv_chain<GCU_KIND_Q, 2, true, RING>;
-    case 8: return (const void *)k_dmv_chain<GCU_KIND_Q, 4, false, RING>;
-    case 9: return (const void *)k_dmv_chain<GCU_KIND_Q, 4, true, RING>;
-    }
-    return NULL;
-}
-static const void *dmv_chain_pick(int kind, int pps, int sbf32, int ring) {
-    return ring <= 2 ? dmv_chain_pick_r<2>(kind, pps, sbf32)
-                     : ring == 3 ? dmv_chain_pick_r<3>(kind, pps, sbf32) : dmv_chain_pick_r<4>(kind, pps, sbf32);
 }
 /* i8: the integer path (only MLX 4-bit has one). */
 static const void *dmv_pick(int kind, int pps, int sbf32, int ring, int i8 = 0) {
@@ -308,7 +240,7 @@ static glim_status dmv_init(glim_error *err) {
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 10; f++) { /* scale type x ring 2..6 */
                 const void *fns[6] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
-                                      dmv_chain_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                                      kinds[k] == GCU_KIND_Q ? dmv_chain_kernel(pps[p], f & 1) : NULL,
                                       dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1),
                                       kinds[k] == GCU_KIND_Q ? dmv_dyn_kernel(pps[p], f & 1, 2 + (f >> 1)) : NULL,
                                       dmv_tma_kernel(kinds[k], pps[p], f & 1, 0),
@@ -316,7 +248,8 @@ static glim_status dmv_init(glim_error *err) {
                 for (int i = 0; i < 6; i++) {
                     if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                         i >= 4 ? dmv_tma_smem_cap() : DMV_SMEM_MAX);
+                                                         i == 1 ? DMV_CHAIN_SMEM_MAX
+                                                         : i >= 4 ? dmv_tma_smem_cap() : DMV_SMEM_MAX);
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
@@ -328,7 +261,7 @@ static glim_status dmv_init(glim_error *err) {
 }
 
 /* The kernel arguments of one call; blocks: the grid it wants (<= one per SM), or forced when
- * force_blocks > 0 (a chain runs every step on the same grid). */
+ * force_blocks > 0 (the residual add alone runs in one block). */
 static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d, int *blocks_out,
                             size_t *smem_out, glim_error *err) {
     const gcu_mat *m = c->m;
@@ -500,57 +433,79 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                      "decode matvec launch", err);
 }
 
-extern "C" int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n) {
+/* The chain's shared memory (DmvChain): the largest step's staging from offset 0, the split
+ * row blocks' partials, then the warps' rings of *slots slots of *chunk units (the calls'
+ * tma_slots and tma_chunk; ring 2..). 0: the calls cannot share a chain. */
+static size_t dmv_chain_geometry(const gcu_dmv_call *c, int n, int *slots, int *chunk, int *merge_off,
+                                 int *ring_off) {
     if (n < 1 || n > DMV_CHAIN) return 0;
+    size_t base = 0;
+    const gcu_mat *m0 = c[0].m;
     for (int i = 0; i < n; i++) {
-        const gcu_mat *m = c[i].m, *m0 = c[0].m;
-        if (m->f.kind != m0->f.kind || m->f.pps != m0->f.pps || m->sbf32 != m0->sbf32 ||
-            c[i].ring != c[0].ring || !gcu_dmv_fits(m, c[i].pro, c[i].K) || c[i].pre_dig)
+        const gcu_mat *m = c[i].m;
+        const size_t st = dmv_tma_staging(m, c[i].pro, c[i].K, dmv_cs(&m->f));
+        if (!c[i].tma || !dmv_i8(&c[i]) || m->f.pps != m0->f.pps || m->sbf32 != m0->sbf32 ||
+            m->unit_bytes != m0->unit_bytes || c[i].tma_chunk != c[0].tma_chunk || c[i].tma_slots != c[0].tma_slots ||
+            c[i].pre_dig || c[i].dyn || !st || c[i].K > m->f.K || (c[i].pro != GCU_PRO_RAW && c[i].K != m->f.K))
             return 0;
+        if (st > base) base = st;
     }
-    return 1;
+    if (!dmv_chain_kernel(m0->f.pps, m0->sbf32)) return 0;
+    *chunk = c[0].tma_chunk > 0 ? c[0].tma_chunk : 1;
+    *merge_off = (int)base;
+    *ring_off = (int)(base + DMV_CHAIN_MERGE);
+    *slots = dmv_tma_slots(m0, (size_t)*ring_off, DMV_CHAIN_SMEM_MAX, *chunk, c[0].tma_slots);
+    return *slots ? (size_t)*ring_off + (size_t)*slots * DMV_WARPS * *chunk * m0->unit_bytes : 0;
 }
+
+extern "C" int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n) {
+    int slots, chunk, merge_off, ring_off;
+    return dmv_chain_geometry(c, n, &slots, &chunk, &merge_off, &ring_off) > 0;
+}
+
+static long chain_count;
+extern "C" long gcu_dmv_chain_count(void) { return chain_count; }
 
 extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,
                                             glim_error *err) {
-    if (!gcu_dmv_chain_ok(c, n))
-        return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec chain: %d products of different "
-                         "formats (or too many)", n);
+    int slots, chunk, merge_off, ring_off;
+    const size_t smem = dmv_chain_geometry(c, n, &slots, &chunk, &merge_off, &ring_off);
+    if (!smem)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec chain: %d products that do not share the "
+                         "integer path's kernel and ring (or more than %d)", n, DMV_CHAIN);
     glim_status s = dmv_init(err);
     if (s != GLIM_OK) return s;
     DmvChain ch;
     memset(&ch, 0, sizeof ch);
-    size_t smem = 0;
-    const int nsm = gcu_sm_count();
     for (int i = 0; i < n && s == GLIM_OK; i++) {
+        /* each step's grid and warp ranges as its own kernel's with whole row blocks (so the
+         * same bits); the chain's other blocks idle through it */
         int b;
         size_t sm;
-        s = dmv_args(&c[i], nsm, &ch.step[i], &b, &sm, err);
-        if (sm > smem) smem = sm;
+        DmvArgs *d = &ch.step[i];
+        s = dmv_args(&c[i], 0, d, &b, &sm, err);
+        d->tslots = slots;
+        d->tchunk = chunk;
+        d->tring_off = ring_off;
+        d->bblocks = b < c[i].m->nrb ? b : c[i].m->nrb;
+        d->cluster = 1;
     }
     if (s != GLIM_OK) return s;
     ch.n = n;
     ch.bar = bar;
-    const void *fn = dmv_chain_pick(c[0].m->f.kind, c[0].m->f.pps, c[0].m->sbf32, c[0].ring);
-    /* cooperative: every block resident at once, or the launch fails (never a hang) */
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = dim3((unsigned)nsm);
-    cfg.blockDim = dim3(DMV_THREADS);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[2];
-    int na = 0;
-    attr[na].id = cudaLaunchAttributeCooperative;
-    attr[na++].val.cooperative = 1;
-    if (c[0].pdl) {
-        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[na++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = na;
+    ch.merge_off = merge_off;
+    /* every block resident at once (one per SM; decode_chain.cu says why not a cooperative
+     * launch) */
+    const void *fn = dmv_chain_kernel(c[0].m->f.pps, c[0].m->sbf32);
+    const int nsm = gcu_sm_count();
+    if (gcu_resident(fn, DMV_THREADS, smem, 1) < nsm)
+        return glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec chain: %d blocks of %zu bytes of shared memory "
+                         "cannot all be resident", nsm, smem);
     void *args[] = {&ch};
-    return gcu_check(cudaLaunchKernelExC(&cfg, fn, args), "decode matvec chain launch", err);
+    s = gcu_check(gcu_launch(fn, dim3((unsigned)nsm), dim3(DMV_THREADS), smem, st, c[0].pdl, args),
+                  "decode matvec chain launch", err);
+    if (s == GLIM_OK) chain_count++;
+    return s;
 }
 
 extern "C" glim_status gcu_dmv_resid_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {

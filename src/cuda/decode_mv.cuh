@@ -12,7 +12,7 @@
 #define DMV_THREADS (DMV_WARPS * 32)
 #define DMV_SMEM_MAX (200 * 1024)
 #define DMV_NSTAMP 8
-#define DMV_CHAIN 4 /* products one chained launch may carry */
+#define DMV_CHAIN 4 /* products one chained launch may carry (decode_chain.cu) */
 #define DMV_BATCH 4 /* staging items per thread whose loads are in flight together */
 
 struct DmvArgs {
@@ -232,14 +232,34 @@ static __device__ __forceinline__ void dmv_stage(const DmvArgs &d, const DmvSmem
 #include "cuda/decode_mv_i8.cuh"
 
 /* decode_mv_tma.cu: the kernel whose weights stream into a shared-memory ring by bulk copies
- * (i8: on the integer path; NULL when the format has none), its dynamic shared memory limit, and its geometry for one
- * call: the bytes of dynamic shared memory it needs (0: it cannot take the call), the slots of
- * `chunk` units per warp ring (*slots, at most max_slots when > 0) and the ring's offset. cs: the staged column
- * stride (dmv_cs). */
+ * (i8: on the integer path; NULL when the format has none) and its dynamic shared memory limit;
+ * the staging bytes a call needs before its ring (128-aligned; 0: the kernel cannot take it, cs:
+ * the staged column stride, dmv_cs), the slots of `chunk` units per warp ring that fit between
+ * byte `off` and `cap` (at most max_slots when > 0; 0 if under 2), and both for one call: the bytes of dynamic
+ * shared memory it needs (0: it cannot take the call), its slots and the ring's offset. */
 const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8);
 int dmv_tma_smem_cap(void);
+size_t dmv_tma_staging(const gcu_mat *m, int pro, int K, int cs);
+int dmv_tma_slots(const gcu_mat *m, size_t off, size_t cap, int chunk, int max_slots);
 size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int max_slots, int *slots,
                         int *ring_off);
+
+/* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between
+ * them, each warp's ring running on across them (the integer path, MLX 4-bit with groups of 32
+ * or 64: pps 4 or 2; NULL otherwise). The steps share the ring's geometry (tslots, tchunk,
+ * tring_off), each owns whole row blocks (bblocks), and the split row blocks' partials go to
+ * merge_off (DMV_WARPS x 64 float2). bar: [2] device words, zero (left zero). */
+struct DmvChain {
+    DmvArgs step[DMV_CHAIN];
+    int n;
+    unsigned *bar;
+    int merge_off;
+};
+#define DMV_CHAIN_MERGE (DMV_WARPS * 64 * 8)
+/* its dynamic shared memory at most: with its static ~3.5 KB (barriers, the steps' ranges and
+ * arguments) under the 227 KB a block may have */
+#define DMV_CHAIN_SMEM_MAX (220 * 1024)
+const void *dmv_chain_kernel(int pps, int sbf32);
 
 /* The run-time-chunked kernel of decode_mv_dyn.cu for this format and ring (rings 2..4), or
  * NULL. */

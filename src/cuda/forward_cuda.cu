@@ -40,6 +40,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.fuse_act = env_int("GLIM_CUDA_FUSE", 0);
     o.fast = env_int("GLIM_CUDA_FAST", 1);
     o.chain = env_int("GLIM_CUDA_CHAIN", 0);
+    o.chain_slots = env_int("GLIM_CUDA_CHAIN_SLOTS", 0);
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.att_mma = env_int("GLIM_CUDA_ATT_MMA", 1);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
@@ -352,7 +353,7 @@ extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
 /* ---- sessions ---------------------------------------------------------------------------- */
 
 static int fast_fits(const gcu_model *g);
-static int chain_fits(const gcu_model *g);
+static int chain_fits(gcu_session *s);
 
 static int ring_rows(const gcu_model *g, int l, int n_ctx) {
     if (g->is_full[l]) return n_ctx;
@@ -518,7 +519,14 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->span_cnt, 0, 4ull * max_span), "memset", err);
 #undef DA
     s->fast = g->opt.fast && fast_fits(g);
-    s->chain = s->fast && g->opt.chain && chain_fits(g);
+    s->chain = s->fast && g->opt.chain && chain_fits(s);
+    if (g->opt.chain && !s->chain) {
+        static int told;
+        if (!told++)
+            fprintf(stderr, "glimmer: GLIM_CUDA_CHAIN: this model's decode cannot be chained (it needs the "
+                    "integer path on the shared-memory ring: MLX 4-bit, groups of 32 or 64, one format for "
+                    "every product); its products run as kernels of their own\n");
+    }
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
@@ -741,21 +749,6 @@ static int fast_fits(const gcu_model *g) {
     return gcu_dmv_fits(&g->head, GCU_PRO_RESID, g->hidden);
 }
 
-/* Whether every layer's o, gate/up, down and next qkvg (or head) can run as one chain. */
-static int chain_fits(const gcu_model *g) {
-    for (int l = 0; l < g->L; l++) {
-        const gcu_layer *y = &g->layer[l];
-        gcu_dmv_call c[4];
-        memset(c, 0, sizeof c);
-        const gcu_mat *ms[4] = {&y->o, &y->gu, &y->down, l + 1 < g->L ? &g->layer[l + 1].qkvg : &g->head};
-        int pros[4] = {GCU_PRO_RAW, GCU_PRO_RESID, GCU_PRO_RAW, GCU_PRO_RESID};
-        int Ks[4] = {g->H * g->D, g->hidden, g->inter, g->hidden};
-        for (int i = 0; i < 4; i++) c[i].m = ms[i], c[i].pro = pros[i], c[i].K = Ks[i], c[i].ring = g->opt.dmv_ring;
-        if (!gcu_dmv_chain_ok(c, 4)) return 0;
-    }
-    return 1;
-}
-
 /* The bit of a product (its timeline kind) in gcu_options.block_rows. */
 static int dmv_product_bit(int kind) {
     switch (kind) {
@@ -833,14 +826,14 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     return gcu_dmv_launch(&c, s->st, err);
 }
 
-/* The chained form of layer l's products after attention: o_proj, gate/up, down and the next
- * layer's qkvg (the head after the last layer) in one launch (gcu_dmv_chain_launch). Returns 0
- * without launching when the four cannot share a kernel (then the caller launches them apart). */
-static int decode_chain(gcu_session *s, int l, glim_status *st, glim_error *err) {
+/* The chained form of layer l's products after attention (gcu_dmv_chain_launch): o_proj,
+ * gate/up, down and the next layer's qkvg, or the head after the last layer. Fills c and
+ * returns how many the chain takes: 4, or 3 when the head cannot join (its format differs; it
+ * then runs as a kernel of its own), or 0 when the layer cannot be chained at all. */
+static int chain_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
     const int Hd = g->hidden, last = l + 1 == g->L;
-    gcu_dmv_call c[4];
     c[0] = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                     GCU_EPI_STORE, s->oout, Hd);
     c[1] = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h,
@@ -853,10 +846,31 @@ static int decode_chain(gcu_session *s, int l, glim_status *st, glim_error *err)
     else
         c[3] = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
                         y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
-    for (int i = 0; i < 4; i++) c[i].stamps = NULL, c[i].tl = NULL;
-    if (!gcu_dmv_chain_ok(c, 4)) return 0;
-    *st = gcu_dmv_chain_launch(c, 4, s->chain_bar, s->st, err);
+    for (int i = 0; i < 4; i++) {
+        c[i].stamps = NULL;
+        c[i].tma_slots = g->opt.chain_slots; /* one ring for all: its own depth */
+    }
+    if (gcu_dmv_chain_ok(c, 4)) return 4;
+    return last && gcu_dmv_chain_ok(c, 3) ? 3 : 0;
+}
+
+/* Whether every layer's products after attention can run as one chain (at session creation:
+ * no timeline slot is taken). */
+static int chain_fits(gcu_session *s) {
+    gcu_dmv_call c[4];
+    for (int l = 0; l < s->m->L; l++)
+        if (!chain_calls(s, l, c)) return 0;
     return 1;
+}
+
+/* Layer l's chain (chain_fits said it has one), and the head after it if it could not join. */
+static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
+    gcu_dmv_call c[4];
+    const int n = chain_calls(s, l, c);
+    if (!n) return glim_fail(err, GLIM_E_BACKEND, "CUDA: layer %d cannot be chained", l);
+    glim_status st = gcu_dmv_chain_launch(c, n, s->chain_bar, s->st, err);
+    if (st == GLIM_OK && n == 3) st = gcu_dmv_launch(&c[3], s->st, err);
+    return st;
 }
 
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
@@ -924,8 +938,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
                  GCU_EPI_STORE, s->qkvg, qkvg_rows(g), err);
         for (int l = 0; st == GLIM_OK && l < g->L; l++) {
             st = attention(s, l, 1, 0, err);
-            if (st == GLIM_OK && !decode_chain(s, l, &st, err)) /* chain_fits said yes */
-                return glim_fail(err, GLIM_E_BACKEND, "CUDA: layer %d cannot be chained", l);
+            if (st == GLIM_OK) st = decode_chain(s, l, err);
         }
         return st;
     }

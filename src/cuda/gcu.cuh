@@ -202,7 +202,9 @@ size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);
 glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err);
 /* n (<= 4) products in one cooperative launch with grid barriers between them (each step's
- * input may be the previous step's output). All must share the kernel variant: checked by
+ * input may be the previous step's output; decode_chain.cu): on the integer path, each step
+ * computed as its own k_dmv_tma launch with whole row blocks would compute it, bit for bit.
+ * Whether the calls can share it (the same MLX 4-bit format, ring settings and fit):
  * gcu_dmv_chain_ok. bar: 2 device words, zero (left zero). */
 int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n);
 glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,

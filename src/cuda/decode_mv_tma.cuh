@@ -1,0 +1,296 @@
+/* decode_mv_tma.cuh: the device pieces of the decode matvec whose weights stream into a
+ * shared-memory ring by bulk copies, shared by its one-product kernel (decode_mv_tma.cu,
+ * k_dmv_tma) and the chain of a layer's products (decode_chain.cu, k_dmv_chain): the unit's
+ * load from the ring, the shared-memory layout, the NORM/RESID prologue from registers, the
+ * warps' unit ranges, the loop over a warp's units and the block's merge of split row blocks.
+ * Device code, included by those two files only. */
+#ifndef GLIM_CUDA_DECODE_MV_TMA_CUH
+#define GLIM_CUDA_DECODE_MV_TMA_CUH
+
+#include "cuda/decode_mv.cuh"
+
+#define TMA_SLOTS 16        /* units per warp ring at most */
+#define TMA_JM 16           /* NORM/RESID: elements per thread in registers (K <= 8192) */
+#define TMA_SMEM_MAX (224 * 1024)
+
+/* One unit from the ring (shared memory) into registers: k_dmv's mv_load_p, from shared. */
+template <int KIND, int PPS, bool SBF32>
+__device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane) {
+    s.a0 = up[2 * lane];
+    s.a1 = up[2 * lane + 1];
+    if (KIND == GCU_KIND_Q) {
+        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
+        const int g = lane >> 2;
+        if (SBW == 2) {
+            const uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
+            s.sb[0] = v.x;
+            s.sb[1] = v.y;
+        } else {
+#pragma unroll
+            for (int k = 0; k < SBW / 4; k++) {
+                const uint4 v = up[64 + g * (SBW / 4) + k];
+                s.sb[4 * k] = v.x;
+                s.sb[4 * k + 1] = v.y;
+                s.sb[4 * k + 2] = v.z;
+                s.sb[4 * k + 3] = v.w;
+            }
+        }
+    }
+}
+
+/* Shared memory of k_dmv_tma: the staged hi/lo columns, group and item sums, the fp32 row
+ * (NORM/RESID only), then the rings (tring_off, 128-byte aligned). */
+__device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
+    DmvSmem m;
+    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
+    m.sx = (__nv_bfloat16 *)base;
+    m.xsum = (float *)(m.sx + 2 * (size_t)cs);
+    m.isum = m.xsum + ((np + 3) & ~3);
+    m.row = m.isum + (d.f.kind == GCU_KIND_Q ? d.f.nspan * 16 : 0);
+    m.hrow = m.wadd = m.wout = NULL;
+    return m;
+}
+
+/* NORM/RESID from registers into m.row: the arithmetic of dmv_residual + dmv_prepare_row, in
+ * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). */
+static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch,
+                                                       float *s, const float *h, const float *wa,
+                                                       const float *wo) {
+    const int K = a.K, tid = threadIdx.x;
+    double ss = 0.0;
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++)
+        if (tid + j * DMV_THREADS < K) ss += (double)s[j] * s[j];
+    if (a.pro == GCU_PRO_RESID) {
+        const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+        const bool writer = blockIdx.x == 0 && a.h_out;
+        ss = 0.0;
+#pragma unroll
+        for (int j = 0; j < TMA_JM; j++) {
+            const int i = tid + j * DMV_THREADS;
+            if (i >= K) break;
+            const float y = dmv_resid_value(s[j], inv, h[j], wa[j]);
+            s[j] = y;
+            if (writer) a.h_out[i] = y;
+            ss += (double)y * y;
+        }
+    }
+    const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++) {
+        const int i = tid + j * DMV_THREADS;
+        if (i >= K) break;
+        m.row[i] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
+    }
+    __syncthreads();
+}
+
+/* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
+ * with d.cluster_rows: nw warps, rank-major) that own units of row block rb. The owner's units
+ * are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */
+__device__ __forceinline__ void tma_block_owners(const MvArgs &a, int rb, long long bu0, long long bun, int nw,
+                                                 int *wf, int *wl) {
+    const long long f = (long long)rb * a.nspan - bu0;
+    *wf = mv_owner(f, bun, nw);
+    *wl = mv_owner(f + a.nspan - 1, bun, nw);
+}
+
+/* The owner's split row blocks, once every warp's loop is done: each warp leaves its two
+ * partials (first and last segment) in its own 64 float2 of `area` (k_dmv_tma: its ring, which
+ * no copy fills any more; the chain: a place of their own, since the ring already holds the next
+ * step's weights), and row block i of the owner is summed by its warp i % nw in warp order from
+ * zero (the order of mv_merge), then written by the epilogue. own > 1: the owner is the cluster;
+ * partials of the peers' warps are read from their shared memory between two cluster barriers
+ * (the second keeps every block's memory alive until the peers are done with it). wring: the
+ * warps' stride in `area`, in uint4. */
+static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4 *ring0, int wring, long long bu0,
+                                                    long long bun, float2 keep0, float2 keep1, int lane, int warp,
+                                                    int own) {
+    float2 *mine = (float2 *)(ring0 + (size_t)warp * wring);
+    mine[lane] = keep0;
+    mine[32 + lane] = keep1;
+    if (own > 1) {
+        gcu_cluster_arrive();
+        gcu_cluster_wait();
+    } else {
+        __syncthreads();
+    }
+    const int nw = own * DMV_WARPS, ow = (int)(blockIdx.x % own) * DMV_WARPS + warp;
+    const int r0 = (int)(bu0 / a.nspan), nr = (int)(bun / a.nspan);
+    for (int i = ow; i < nr; i += nw) {
+        const int rb = r0 + i;
+        int wf, wl;
+        tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
+        if (wf == wl) continue; /* written by its warp */
+        /* wf's range starts before rb unless at its first unit: rb is then wf's last segment */
+        const int slot_f = bun * wf / nw < (long long)rb * a.nspan - bu0 ? 1 : 0;
+        float sg[1] = {0.0f}, sh[1] = {0.0f};
+        for (int w = wf; w <= wl; w++) {
+            const int at = (w == wf ? slot_f : 0) * 32 + lane;
+            const float2 *p = (const float2 *)(ring0 + (size_t)(w % DMV_WARPS) * wring) + at;
+            const float2 v = own > 1 ? gcu_ld_cluster_f2(gcu_cluster_map(gcu_smem_addr(p), (unsigned)(w / DMV_WARPS)))
+                                     : *p;
+            sg[0] += v.x;
+            sh[0] += v.y;
+        }
+        mv_epilogue<1>(a, rb, lane, sg, sh);
+    }
+    if (own > 1) {
+        gcu_cluster_arrive();
+        gcu_cluster_wait();
+    }
+}
+
+/* This warp's units [u0, u1) of a product. d.bblocks > 0: the owner's units [bu0, bu0 + bun)
+ * (whole row blocks; the owner is this block, or with own > 1 its cluster, whose nw warps,
+ * rank-major, cut them; ow is the warp's index in its owner); else the grid's units cut
+ * between the a.W warps (stream-K). */
+__device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow, int nw, int wg, int *u0, int *u1,
+                                               long long *bu0, long long *bun) {
+    const MvArgs &a = d.mv;
+    *u0 = *u1 = 0;
+    *bu0 = *bun = 0;
+    if (d.bblocks > 0) {
+        const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
+        if (o < no) {
+            const long long R = a.nunits / a.nspan, r0 = R * o / no;
+            *bu0 = r0 * a.nspan;
+            *bun = (R * (o + 1) / no - r0) * a.nspan;
+            *u0 = (int)(*bu0 + *bun * ow / nw);
+            *u1 = (int)(*bu0 + *bun * (ow + 1) / nw);
+        }
+    } else if (wg < a.W) {
+        *u0 = (int)(a.nunits * wg / a.W);
+        *u1 = (int)(a.nunits * (wg + 1) / a.W);
+    }
+}
+
+/* NORM/RESID: the gains (weights: before the wait) into registers, each thread its elements
+ * tid + 512 j. */
+__device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, float *wo) {
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++) {
+        const int i = threadIdx.x + j * DMV_THREADS;
+        wa[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldg(d.w_add + i) : 0.0f;
+        wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
+    }
+}
+/* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
+ * row the product takes into m.row (tma_prepare_row). */
+__device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, double *scratch, const float *wa,
+                                         const float *wo) {
+    float s[TMA_JM], h[TMA_JM];
+#pragma unroll
+    for (int j = 0; j < TMA_JM; j++) {
+        const int i = threadIdx.x + j * DMV_THREADS;
+        s[j] = i < d.K ? __ldcg(d.src + i) : 0.0f;
+        h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
+    }
+    tma_prepare_row(d, m, scratch, s, h, wa, wo);
+}
+
+/* A warp's ring in shared memory: S slots of C units (one bulk copy each) at base, slot s
+ * completing on bar[s]; the consumer's place: unit k of the chunk in `slot`, whose mbarrier
+ * phase of parity `phase` it waits for. The consumer's slots run on across products (the
+ * chain), so the chunk of a slot is the warp's chunk count modulo S. */
+struct TmaRing {
+    uint4 *base;
+    uint64_t *bar;
+    int S, C;
+    int slot, k;
+    unsigned phase;
+};
+
+/* The warp's n units from u0 (one product, its input staged in m): each unit from the ring
+ * into registers and through the tensor cores; at the end of each chunk refill(slot) is called
+ * by every lane once the chunk's bytes are used (the slot may be requested again). Row blocks
+ * end in the epilogue (d.bblocks: whole ones written, split ones kept in keep0 / keep1 for
+ * tma_block_merge), in the deferred stream-K merge (d.defer_merge) or in mv_finish. */
+template <int KIND, int PPS, bool SBF32, bool I8, typename Refill>
+__device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
+                                          long long bu0, long long bun, int nw, int wg, float2 &keep0,
+                                          float2 &keep1, Refill refill) {
+    const MvArgs &a = d.mv;
+    constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, uw = a.unit_u4, C = r.C;
+    /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
+    const bool bvalid = g < 2, xvalid = t == 0;
+    const __nv_bfloat16 *b0 = m.sx + (size_t)(bvalid ? g : 0) * a.cs + t * 8;
+    int rb = u0 / a.nspan, sp = u0 % a.nspan;
+    const __nv_bfloat16 *bp = b0 + sp * SPAN;
+    const float *xp = m.xsum + sp * PPS;
+    /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
+    const bool dvalid = g < 3;
+    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
+    const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    bool first = true;
+    int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
+    keep0 = keep1 = make_float2(0.0f, 0.0f);
+    for (int j = 0; j < n; j++) {
+        if (r.k == 0) gcu_mbar_wait(&r.bar[r.slot], r.phase);
+        MvSlot<KIND, PPS, SBF32> u;
+        tma_unit_load(u, r.base + ((size_t)r.slot * C + r.k) * uw, lane);
+        if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+        else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
+        if (++r.k == C || j + 1 == n) {
+            /* the chunk's bytes are in every lane's registers and used: refill its slot */
+            __syncwarp();
+            refill(r.slot);
+            r.k = 0;
+            if (++r.slot == r.S) {
+                r.slot = 0;
+                r.phase ^= 1u;
+            }
+        }
+        if (threadIdx.x == 0 && j == 0) dmv_stamp(d, 4); /* the first unit is in */
+        if constexpr (I8) {
+            dp += DMV_I8_SPAN_U4;
+            ep += PPS;
+        } else {
+            bp += SPAN;
+            xp += PPS;
+        }
+        if (++sp == a.nspan || j + 1 == n) {
+            float vg[1], vh[1];
+            vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
+            vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
+            acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+            if constexpr (I8) { /* lane t = 1's d2 sums into lane t = 0 */
+                vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
+                vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
+            }
+            if (d.bblocks > 0) {
+                /* whole: written now; split: kept for the block's merge (first / last segment) */
+                int wf, wl;
+                tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
+                if (wf == wl) mv_epilogue<1>(a, rb, lane, vg, vh);
+                else if (first) keep0 = make_float2(vg[0], vh[0]);
+                else keep1 = make_float2(vg[0], vh[0]);
+            } else if (d.defer_merge) {
+                /* a split row block's arrival waits for the end of the range (the first segment
+                 * is the only split one before it), and both go in one round trip */
+                const bool split = !mv_put<1>(a, rb, first, wg, lane, vg, vh);
+                if (j + 1 == n) {
+                    if (pend >= 0 || split) mv_arrive<1>(a, pend >= 0 ? pend : rb, pend >= 0 && split ? rb : -1, lane);
+                } else if (split) {
+                    if (pend >= 0) mv_arrive<1>(a, pend, -1, lane);
+                    pend = rb;
+                }
+            } else {
+                mv_finish<1>(a, rb, first, wg, lane, vg, vh);
+            }
+            first = false;
+            rb++;
+            sp = 0;
+            bp = b0;
+            xp = m.xsum;
+            dp = d0;
+            ep = e0;
+        }
+    }
+}
+
+#endif
