@@ -39,24 +39,33 @@ static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, con
     float2 *ex = (float2 *)m.isum;
     const unsigned cdig = gcu_smem_addr(m.sx), cex = gcu_smem_addr(ex);
     /* rounds of one item per lane, DMV_I8_BATCH rounds' loads issued before the first is used
-     * (one round trip per batch: down's 19968-wide row is 5 rounds) */
-    for (int base0 = q0 + (threadIdx.x >> 5) * 32; base0 < q1; base0 += DMV_I8_BATCH * DMV_THREADS) {
-        float vb[DMV_I8_BATCH][8];
+     * (one round trip per batch: down's 19968-wide row is 5 rounds). The rounds are then staged
+     * by one copy of the digits' code, the batch shifted down a round each time: the prologue
+     * runs once per launch, so its code is fetched cold, and an unrolled copy per round made it
+     * wait on instruction fetch (session 12's Nsight Compute: stall_no_inst the first reason
+     * before the loop). From shared memory (RESID/NORM) there is no latency to batch against. */
+    constexpr int NB = GSRC ? DMV_I8_BATCH : 1;
+    for (int base0 = q0 + (threadIdx.x >> 5) * 32; base0 < q1; base0 += NB * DMV_THREADS) {
+        float vb[NB][8];
 #pragma unroll
-        for (int r = 0; r < DMV_I8_BATCH; r++) {
+        for (int r = 0; r < NB; r++) {
             const int q = base0 + r * DMV_THREADS + lane;
             int ow = 0;
             if (q < q1) dmv_load_n<GSRC>(src, dmv_item(f, q, &ow), 8, K, vb[r]);
             else
                 for (int k = 0; k < 8; k++) vb[r][k] = 0.0f;
         }
-#pragma unroll
-        for (int r = 0; r < DMV_I8_BATCH; r++) {
+#pragma unroll 1
+        for (int r = 0; r < NB; r++) {
             const int base = base0 + r * DMV_THREADS;
             if (base >= q1) break; /* warp-uniform */
             const int q = base + lane; /* the whole warp runs each round: the shuffles need it */
-            if (ncta > 1) dmv_i8_item_cluster(vb[r], q, q < q1, lp, lane, cdig, cex, ncta);
-            else dmv_i8_item(vb[r], q, q < q1, lp, lane, (unsigned char *)m.sx, ex);
+            if (ncta > 1) dmv_i8_item_cluster(vb[0], q, q < q1, lp, lane, cdig, cex, ncta);
+            else dmv_i8_item(vb[0], q, q < q1, lp, lane, (unsigned char *)m.sx, ex);
+#pragma unroll
+            for (int k = 0; k + 1 < NB; k++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) vb[k][e] = vb[k + 1][e];
         }
     }
 }

@@ -123,7 +123,7 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4
         tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
         if (wf == wl) continue; /* written by its warp */
         /* wf's range starts before rb unless at its first unit: rb is then wf's last segment */
-        const int slot_f = bun * wf / nw < (long long)rb * a.nspan - bu0 ? 1 : 0;
+        const int slot_f = mv_muldiv(bun, wf, nw) < (long long)rb * a.nspan - bu0 ? 1 : 0;
         float sg[1] = {0.0f}, sh[1] = {0.0f};
         for (int w = wf; w <= wl; w++) {
             const int at = (w == wf ? slot_f : 0) * 32 + lane;
@@ -153,15 +153,15 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
     if (d.bblocks > 0) {
         const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
         if (o < no) {
-            const long long R = a.nunits / a.nspan, r0 = R * o / no;
+            const long long R = a.nunits / a.nspan, r0 = mv_muldiv(R, o, no);
             *bu0 = r0 * a.nspan;
-            *bun = (R * (o + 1) / no - r0) * a.nspan;
-            *u0 = (int)(*bu0 + *bun * ow / nw);
-            *u1 = (int)(*bu0 + *bun * (ow + 1) / nw);
+            *bun = (mv_muldiv(R, o + 1, no) - r0) * a.nspan;
+            *u0 = (int)(*bu0 + mv_muldiv(*bun, ow, nw));
+            *u1 = (int)(*bu0 + mv_muldiv(*bun, ow + 1, nw));
         }
     } else if (wg < a.W) {
-        *u0 = (int)(a.nunits * wg / a.W);
-        *u1 = (int)(a.nunits * (wg + 1) / a.W);
+        *u0 = (int)mv_muldiv(a.nunits, wg, a.W);
+        *u1 = (int)mv_muldiv(a.nunits, wg + 1, a.W);
     }
 }
 

@@ -212,9 +212,17 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
     if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, lane);
 }
 
+/* (a * b - sub) / c for a, b >= 0, c > 0, a * b >= sub, exactly: in 32 bits when the operands
+ * fit (the 64-bit division is a long software sequence, and the ranges are computed in the
+ * prologue of every launch, some on its critical path). */
+__device__ __forceinline__ long long mv_muldiv(long long a, long long b, long long c, long long sub = 0) {
+    const unsigned long long p = (unsigned long long)a * (unsigned long long)b - (unsigned long long)sub;
+    if (p <= 0xffffffffull && (unsigned long long)c <= 0xffffffffull) return (long long)((unsigned)p / (unsigned)c);
+    return (long long)(p / (unsigned long long)c);
+}
 /* The warp owning unit u (ranges: warp w has [U*w/W, U*(w+1)/W)). */
 __device__ __forceinline__ int mv_owner(long long u, long long U, int W) {
-    return (int)(((u + 1) * W - 1) / U);
+    return (int)mv_muldiv(u + 1, W, U, 1);
 }
 
 /* The stream-K merge of a row block rb split over warps wf..wl: each writes its partial sums
