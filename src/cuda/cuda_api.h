@@ -95,6 +95,9 @@ typedef struct gcu_options {
                        blocks, its warps merging split ones in shared memory, instead of
                        stream-K ranges over the grid merged through global memory
                        (GLIM_CUDA_BLOCK_ROWS, 31: all) */
+    int front_rows; /* with block_rows: the row blocks left over from an even share go to the
+                       first blocks, which the hardware starts first, on the SMs the previous
+                       kernel leaves first (GLIM_CUDA_FRONT_ROWS, default 1; 0: spread evenly) */
     int cluster_rows; /* with block_rows: where a product runs in clusters (down), the cluster
                          owns the row blocks, merging through distributed shared memory
                          (GLIM_CUDA_CLUSTER_ROWS, 0) */
@@ -208,6 +211,7 @@ typedef struct gcu_test_dmv {
     int cluster;                 /* gcu_dmv_call.cluster */
     int block_rows;              /* gcu_dmv_call.block_rows */
     int cluster_rows;            /* gcu_dmv_call.cluster_rows */
+    int front_rows;              /* gcu_dmv_call.front_rows */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

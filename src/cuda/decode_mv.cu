@@ -416,6 +416,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
     d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
+    d->front = c->front_rows;
     *fn_out = fn;
     return GLIM_OK;
 }
@@ -489,6 +490,7 @@ extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsign
         d->tring_off = ring_off;
         d->bblocks = b < c[i].m->nrb ? b : c[i].m->nrb;
         d->cluster = 1;
+        d->front = c[i].front_rows;
     }
     if (s != GLIM_OK) return s;
     ch.n = n;
@@ -559,6 +561,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->cluster = p->cluster;
     c->block_rows = p->block_rows;
     c->cluster_rows = p->cluster_rows;
+    c->front_rows = p->front_rows;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

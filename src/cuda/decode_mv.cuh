@@ -44,6 +44,7 @@ struct DmvArgs {
     int bblocks;     /* k_dmv_tma (gcu_dmv_call.block_rows): the blocks that share the grid's row
                       * blocks (0: stream-K over all warps) */
     int cluster_rows; /* with bblocks: clusters of `cluster` blocks own the row blocks */
+    int front;        /* with bblocks: the leftover row blocks go to the first owners */
     int cluster; /* k_dmv_tma, integer path staged in the kernel: blocks per cluster sharing the
                   * staging (1: none) */
     const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits

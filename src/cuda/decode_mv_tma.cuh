@@ -142,7 +142,8 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4
 }
 
 /* This warp's units [u0, u1) of a product. d.bblocks > 0: the owner's units [bu0, bu0 + bun)
- * (whole row blocks; the owner is this block, or with own > 1 its cluster, whose nw warps,
+ * (whole row blocks, R / no each or one more: spread evenly, or with d.front the first R % no
+ * owners take one more; the owner is this block, or with own > 1 its cluster, whose nw warps,
  * rank-major, cut them; ow is the warp's index in its owner); else the grid's units cut
  * between the a.W warps (stream-K). */
 __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow, int nw, int wg, int *u0, int *u1,
@@ -153,9 +154,11 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
     if (d.bblocks > 0) {
         const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
         if (o < no) {
-            const long long R = a.nunits / a.nspan, r0 = mv_muldiv(R, o, no);
+            const int R = (int)(a.nunits / a.nspan), q = R / no, e = R % no;
+            const long long r0 = d.front ? o * q + min(o, e) : mv_muldiv(R, o, no);
+            const long long r1 = d.front ? r0 + q + (o < e) : mv_muldiv(R, o + 1, no);
             *bu0 = r0 * a.nspan;
-            *bun = (mv_muldiv(R, o + 1, no) - r0) * a.nspan;
+            *bun = (r1 - r0) * a.nspan;
             *u0 = (int)(*bu0 + mv_muldiv(*bun, ow, nw));
             *u1 = (int)(*bu0 + mv_muldiv(*bun, ow + 1, nw));
         }

@@ -75,6 +75,9 @@ extern "C" gcu_options gcu_options_default(void) {
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
     o.block_rows = env_int("GLIM_CUDA_BLOCK_ROWS", 31);
     o.cluster_rows = env_int("GLIM_CUDA_CLUSTER_ROWS", 0);
+    /* session 12, run 6: 161.4 against 158.9 tok/s (one process), 160.4 against 158.4 (two);
+     * down's block ends 6.3 -> 5.2 us apart, qkvg's step 19.9 -> 19.0 us */
+    o.front_rows = env_int("GLIM_CUDA_FRONT_ROWS", 1);
     o.tma_slots_o = env_int("GLIM_CUDA_TMA_SLOTS_O", 0);
     o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
@@ -811,6 +814,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.tl = gcu_tl_take(s, kind);
     c.block_rows = (g->opt.block_rows & dmv_product_bit(kind)) != 0;
     c.cluster_rows = g->opt.cluster_rows;
+    c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
     if (kind == GCU_TLK_QKVG && g->opt.tma_slots_qkvg > 0) c.tma_slots = g->opt.tma_slots_qkvg;
     return c;

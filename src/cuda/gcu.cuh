@@ -167,6 +167,9 @@ typedef struct gcu_dmv_call {
                                   stream-K cuts the grid's, and split row blocks are summed in
                                   shared memory at the block's end, in warp order (no global
                                   partials or counters). Ignored on other kernels */
+    int front_rows;            /* with block_rows: the row blocks left over from an even share
+                                  go to the first blocks (launched first: those the previous
+                                  kernel's slowest blocks hold back get the smaller shares) */
     int cluster_rows;          /* with block_rows and cluster > 1: the cluster owns the row
                                   blocks, its warps (all blocks') cut them and merge through
                                   distributed shared memory (fewer, larger owners: a better
