@@ -45,7 +45,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" GLIM_CUDA_CLUSTER_ROWS=1 GLIM_CUDA_FRONT_ROWS=0 "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" GLIM_CUDA_CLUSTER_ROWS=0 GLIM_CUDA_FRONT_ROWS=0 "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -59,6 +59,8 @@ if has sanitize; then
 : >"$OUT/sanitizer.log"
 FIX=tests/vectors/mlx4_a
 [ -d "$FIX" ] || FIX=tests/vectors/hf_a
+# (the defaults: down's row blocks owned by its clusters of 2, partials read from the peer's
+# shared memory)
 for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     echo "== compute-sanitizer --tool $tool: 3-token prompt + 4 decoded tokens on $FIX" >>"$OUT/sanitizer.log"
     F=0
@@ -78,13 +80,6 @@ echo "== memcheck with GLIM_CUDA_BLOCK_ROWS=0 on $FIX" >>"$OUT/sanitizer.log"
 GLIM_CUDA_BLOCK_ROWS=0 timeout ${SAN_T:-70} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
 say "compute-sanitizer memcheck ($FIX, GLIM_CUDA_BLOCK_ROWS=0): rc=$? ($(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1))"
-# down's row blocks owned by its clusters: partials read from the peer's shared memory
-for tool in memcheck racecheck; do
-    echo "== $tool with GLIM_CUDA_CLUSTER_ROWS=1 on $FIX" >>"$OUT/sanitizer.log"
-    GLIM_CUDA_CLUSTER_ROWS=1 timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        build/glimmer run -m "$FIX" --backend cuda --tokens 0,5,7 -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
-    say "compute-sanitizer $tool ($FIX, GLIM_CUDA_CLUSTER_ROWS=1): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
-done
 # the chained decode (a layer's products in one launch, grid barriers, the ring across them),
 # also after a 41-token prompt
 P=0,$(seq -s, 11 50)

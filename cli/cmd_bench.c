@@ -347,7 +347,7 @@ static int run_bench(const bench_opts *o) {
         gcu_options base = gcu_options_default();
         struct { const char *name; gcu_options o; } v[32];
         int nv = 0;
-        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
+        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging and row blocks shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
         v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
         v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
@@ -368,7 +368,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
         v[nv].name = "down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv++].o.block_rows = 23;
         v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;
-        v[nv].name = "down's row blocks owned by its clusters of 2, merged through distributed shared memory (GLIM_CUDA_CLUSTER_ROWS=1)", v[nv].o = base, v[nv++].o.cluster_rows = 1;
+        v[nv].name = "down's row blocks owned by each block, not by its cluster of 2 (GLIM_CUDA_CLUSTER_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.cluster_rows = 0;
         v[nv].name = "o_proj's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_O=4)", v[nv].o = base, v[nv++].o.tma_slots_o = 4;
         v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
         v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;

@@ -346,7 +346,9 @@ static void random_mlx8_wide(void) {
 /* The chained decode (GLIM_CUDA_CHAIN=1: a layer's o_proj, gate/up, down and next qkvg or head
  * in one launch, the weights' ring running on across them) computes each product as its own
  * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
- * the separate kernels' bit for bit; and the chain must really have run (its launch count). */
+ * the separate kernels' bit for bit when those own their row blocks per block too
+ * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
+ * its sums); and the chain must really have run (its launch count). */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
@@ -356,8 +358,10 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
     glim_model *m[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         setenv("GLIM_CUDA_CHAIN", k ? "1" : "0", 1);
+        setenv("GLIM_CUDA_CLUSTER_ROWS", "0", 1);
         m[k] = open_model(dir, "cuda", 0, &st, &err);
         unsetenv("GLIM_CUDA_CHAIN");
+        unsetenv("GLIM_CUDA_CLUSTER_ROWS");
         if (!m[k]) {
             glim_model_close(m[0]);
             REQUIRE(0, "%s: %s", name, err.message);

@@ -100,7 +100,7 @@ typedef struct gcu_options {
                        kernel leaves first (GLIM_CUDA_FRONT_ROWS, default 1; 0: spread evenly) */
     int cluster_rows; /* with block_rows: where a product runs in clusters (down), the cluster
                          owns the row blocks, merging through distributed shared memory
-                         (GLIM_CUDA_CLUSTER_ROWS, 0) */
+                         (GLIM_CUDA_CLUSTER_ROWS, default 1) */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */

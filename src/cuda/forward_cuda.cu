@@ -74,7 +74,9 @@ extern "C" gcu_options gcu_options_default(void) {
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
     o.block_rows = env_int("GLIM_CUDA_BLOCK_ROWS", 31);
-    o.cluster_rows = env_int("GLIM_CUDA_CLUSTER_ROWS", 0);
+    /* session 12: 161.8 against 160.8 tok/s (run 3, one process), 166.7 against 165.1 (run 7,
+     * with the leftover row blocks on the first blocks) */
+    o.cluster_rows = env_int("GLIM_CUDA_CLUSTER_ROWS", 1);
     /* session 12, run 6: 161.4 against 158.9 tok/s (one process), 160.4 against 158.4 (two);
      * down's block ends 6.3 -> 5.2 us apart, qkvg's step 19.9 -> 19.0 us */
     o.front_rows = env_int("GLIM_CUDA_FRONT_ROWS", 1);
