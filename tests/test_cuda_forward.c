@@ -348,7 +348,10 @@ static void random_mlx8_wide(void) {
  * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
  * the separate kernels' bit for bit when those own their row blocks per block too
  * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
- * its sums); and the chain must really have run (its launch count). */
+ * its sums); and the chain must really have run (its launch count). The chain needs the
+ * integer path on the shared-memory ring with whole row blocks, so the test sets those too,
+ * whatever switches the run was started with (gpu_check.sh runs the forward tests under each),
+ * and puts them back. */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
@@ -356,12 +359,24 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
     REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
     glim_status st;
     glim_model *m[2] = {NULL, NULL};
+    enum { NV = 7 };
+    const char *names[NV] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                             "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST"};
+    const char *want[NV] = {"0", "0", "1", "1", "31", "0", "1"};
+    char saved[NV][32];
+    int had[NV];
+    for (int v = 0; v < NV; v++) {
+        const char *e = getenv(names[v]);
+        had[v] = e != NULL;
+        snprintf(saved[v], sizeof saved[v], "%s", e ? e : "");
+    }
     for (int k = 0; k < 2; k++) {
-        setenv("GLIM_CUDA_CHAIN", k ? "1" : "0", 1);
-        setenv("GLIM_CUDA_CLUSTER_ROWS", "0", 1);
+        for (int v = 0; v < NV; v++) setenv(names[v], v == 0 && k ? "1" : want[v], 1);
         m[k] = open_model(dir, "cuda", 0, &st, &err);
-        unsetenv("GLIM_CUDA_CHAIN");
-        unsetenv("GLIM_CUDA_CLUSTER_ROWS");
+        for (int v = 0; v < NV; v++) {
+            if (had[v]) setenv(names[v], saved[v], 1);
+            else unsetenv(names[v]);
+        }
         if (!m[k]) {
             glim_model_close(m[0]);
             REQUIRE(0, "%s: %s", name, err.message);

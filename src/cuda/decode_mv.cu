@@ -129,13 +129,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
             if (threadIdx.x == 0 && base + j == u0) dmv_stamp(d, 4); /* the first unit is in */
             if (++sp == a.nspan || base + j + 1 == u1) {
                 float vg[1], vh[1];
-                vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
-                vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
-                acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-                if constexpr (I8) { /* lane t = 1's d2 sums into lane t = 0 */
-                    vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
-                    vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
-                }
+                dmv_row_sums<KIND, I8>(acc, vg, vh);
                 mv_finish<1>(a, rb, first, wg, lane, vg, vh);
                 first = false;
                 rb++;

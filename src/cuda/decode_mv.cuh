@@ -51,6 +51,19 @@ struct DmvArgs {
                                    * (gcu_dmv_call.pre_dig), copied into shared memory whole */
 };
 
+/* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart
+ * at zero; on the integer path lane t = 1's d2 sums go into lane t = 0. */
+template <int KIND, bool I8>
+__device__ __forceinline__ void dmv_row_sums(float *acc, float *vg, float *vh) {
+    vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
+    vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+    if constexpr (I8) {
+        vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
+        vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
+    }
+}
+
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
 __device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
     if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();

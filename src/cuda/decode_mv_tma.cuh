@@ -41,13 +41,8 @@ __device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const
 /* Shared memory of k_dmv_tma: the staged hi/lo columns, group and item sums, the fp32 row
  * (NORM/RESID only), then the rings (tring_off, 128-byte aligned). */
 __device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
-    DmvSmem m;
-    const int cs = d.mv.cs, np = d.f.nspan * (d.f.kind == GCU_KIND_Q ? d.f.pps : 1);
-    m.sx = (__nv_bfloat16 *)base;
-    m.xsum = (float *)(m.sx + 2 * (size_t)cs);
-    m.isum = m.xsum + ((np + 3) & ~3);
-    m.row = m.isum + (d.f.kind == GCU_KIND_Q ? d.f.nspan * 16 : 0);
-    m.hrow = m.wadd = m.wout = NULL;
+    DmvSmem m = dmv_smem_at(d, base);
+    m.hrow = m.wadd = m.wout = NULL; /* k_dmv's other rows: here in registers */
     return m;
 }
 
@@ -258,13 +253,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
         }
         if (++sp == a.nspan || j + 1 == n) {
             float vg[1], vh[1];
-            vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
-            vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
-            acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
-            if constexpr (I8) { /* lane t = 1's d2 sums into lane t = 0 */
-                vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
-                vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
-            }
+            dmv_row_sums<KIND, I8>(acc, vg, vh);
             if (d.bblocks > 0) {
                 /* whole: written now; split: kept for the block's merge (first / last segment) */
                 int wf, wl;
