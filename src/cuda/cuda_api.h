@@ -35,8 +35,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
- * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_TMA_SLOTS_O, GLIM_CUDA_TMA_SLOTS_QKVG override the
- * defaults). */
+ * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
+ * GLIM_CUDA_TMA_SLOTS_QKVG override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -49,9 +49,10 @@ typedef struct gcu_options {
                       GLIM_CUDA_FAST, default 1) instead of stage kernels + the generic matvec */
     int dmv_ring;  /* decode matvec: weight units in flight per warp, 2..4, 2..6 on the integer
                       path (GLIM_CUDA_DMV_RING, 3) */
-    int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one cooperative launch
-                      with grid barriers, the weights' ring running on across them (decode_chain.cu:
-                      the integer path on the shared-memory ring; GLIM_CUDA_CHAIN, default 0) */
+    int chain;     /* decode: a layer's o, gate/up, down and the next qkvg in one launch with grid
+                      barriers, the weights' ring running on across them (decode_chain.cu: the
+                      integer path on the shared-memory ring; GLIM_CUDA_CHAIN, default 0:
+                      measured ~9 % slower, bench/RESULTS.md v15) */
     int chain_slots; /* the chain's ring: slots of tma_chunk units per warp at most
                         (GLIM_CUDA_CHAIN_SLOTS, 0: as many as fit) */
     int att_few;   /* attention: tiles of <= 8 keys scored one warp per (head, key)

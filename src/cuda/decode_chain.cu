@@ -7,14 +7,18 @@
  * early then sit idle, and so does the memory. Here a warp's ring runs on across the products:
  * as it uses a chunk of one product it requests the chunk S slots ahead, which near a product's
  * end is the next product's. A block that finishes early has its first S chunks of the next
- * product landed before the barrier opens, and the memory keeps streaming while the grid waits
- * for its slowest block and while each block stages the next input. o_proj's first chunks are
- * requested before the PDL wait, while attention runs.
+ * product landed before the barrier opens. o_proj's first chunks are requested before the PDL
+ * wait, while attention runs. Measured ~9 % slower than the separate kernels (session 12,
+ * bench/RESULTS.md v15): the barrier is cheap, but the ring (~110 KB per SM) is full before
+ * each prologue starts, so the memory idles through the prologues as it does apart, and each
+ * loop that prefetches the next product's chunks is longer by about what it prefetched. Kept
+ * as a switch: correct, and the skeleton of a persistent decode.
  *
  * Each product is computed exactly as k_dmv_tma computes it with whole row blocks per block
  * (same warp ranges, prologue, units, epilogues and merge order), so a token's logits are bit
- * for bit those of the separate kernels (test_cuda_forward's chain_bits). The split row blocks'
- * partials go to a place of their own (the ring already holds the next product's weights).
+ * for bit those of the separate kernels when they too own every row block in one block
+ * (GLIM_CUDA_CLUSTER_ROWS=0; test_cuda_forward's chain_bits). The split row blocks' partials go
+ * to a place of their own (the ring already holds the next product's weights).
  * All blocks must be resident at once: one per SM (checked from the occupancy at launch), and
  * the kernel is launched as the previous one (attention) lets its dependents start, so its
  * blocks take the SMs that attention leaves; a cooperative launch would wait for attention's
@@ -130,8 +134,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
                                                         request_next(slot);
                                                     }
                                                 });
-        tma_block_merge(d.mv, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16, bu0, bun, keep0, keep1, lane, warp,
-                        1);
+        tma_block_merge(d.mv, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16,
+                        bu0, bun, keep0, keep1, lane, warp, 1);
         if (i + 1 < c.n) chain_arrive(c.bar);
         gcu_tl_block_end(d.tl);
         gcu_tl_phases(d.tl, tl_t);

@@ -875,7 +875,10 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
     const int n = chain_calls(s, l, c);
     if (!n) return glim_fail(err, GLIM_E_BACKEND, "CUDA: layer %d cannot be chained", l);
     glim_status st = gcu_dmv_chain_launch(c, n, s->chain_bar, s->st, err);
-    if (st == GLIM_OK && n == 3) st = gcu_dmv_launch(&c[3], s->st, err);
+    if (st == GLIM_OK && n == 3) {
+        c[3].tma_slots = s->m->opt.tma_slots; /* the head's own ring, as when not chained */
+        st = gcu_dmv_launch(&c[3], s->st, err);
+    }
     return st;
 }
 
