@@ -33,7 +33,7 @@ say "build ok ($(($(date +%s) - t0)) s)"
 
 STEPS=${*:-tests sanitize bench variants profile}
 # the decode path's off-default switches at once (tests and memcheck run them too)
-OFF_DEFAULTS="GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_TMA=0 GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0 GLIM_CUDA_ATT_MMA=0"
+OFF_DEFAULTS="GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_TMA=0 GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0 GLIM_CUDA_ATT_MMA=0 GLIM_CUDA_ATT_PMERGE=0 GLIM_CUDA_ATT_PACK=0"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 t0=$(date +%s)
@@ -45,7 +45,7 @@ for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests
     echo "rc=$?" >>"$OUT/tests.log"
 done
 # the decode switches that are off by default get the forward test too
-for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" GLIM_CUDA_CLUSTER_ROWS=0 GLIM_CUDA_FRONT_ROWS=0 "$OFF_DEFAULTS"; do
+for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 "GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" GLIM_CUDA_LATE_RING=0 GLIM_CUDA_BLOCK_ROWS=0 "GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 GLIM_CUDA_CLUSTER=1 GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" GLIM_CUDA_CLUSTER_ROWS=0 GLIM_CUDA_FRONT_ROWS=0 "GLIM_CUDA_ATT_PMERGE=0 GLIM_CUDA_ATT_PACK=0 GLIM_CUDA_ATT_GROUP=8192" GLIM_CUDA_ATT_GROUP=0 "$OFF_DEFAULTS"; do
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -99,6 +99,19 @@ for tool in memcheck racecheck synccheck; do
     timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
         build/glimmer run -m "$FIX8" --backend cuda --tokens "$P" -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
     say "compute-sanitizer $tool ($FIX8, 41-token prompt): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+done
+# attention's splits merged by the last blocks to arrive (a merger waits for the others) and its
+# blocks numbered split-major: decode past 64 keys, where a full layer has 2 splits
+P70=0,$(seq -s, 11 79)
+for tool in memcheck racecheck synccheck; do
+    echo "== $tool: 70-token prompt + 4 decoded tokens on $FIX8 (2 splits per full layer)" >>"$OUT/sanitizer.log"
+    timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        build/glimmer run -m "$FIX8" --backend cuda --tokens "$P70" -n 4 --temp 0 --ignore-eos >>"$OUT/sanitizer.log" 2>&1
+    say "compute-sanitizer $tool ($FIX8, 70-token prompt): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
+    echo "== $tool: the attention kernel tests (the last blocks' merge among them)" >>"$OUT/sanitizer.log"
+    CHECK_ONLY=attention GLIM_REQUIRE_CUDA=1 timeout ${SAN_T:-70} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        build/tests/test_cuda_kernels >>"$OUT/sanitizer.log" 2>&1
+    say "compute-sanitizer $tool (attention kernel tests): rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer.log" | tail -1))"
 done
 say "sanitizers: $(($(date +%s) - t0)) s"
 fi

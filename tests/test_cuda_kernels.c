@@ -531,15 +531,17 @@ static void attention(void) {
         float scale = 1.0f / sqrtf((float)D);
         cpu_attention(ref, q, &view, H, Hkv, D, scale, scores);
         cpu_sigmoid_gate(ref, g, H * D);
-        /* the tiles in fp32 (both ways of scoring short tiles) and on the tensor cores */
-        for (int way = 0; way < 3; way++) {
-            const int few = way == 1, mma = way == 2;
+        /* the tiles in fp32 (both ways of scoring short tiles) and on the tensor cores; then
+         * the splits merged by the last blocks to arrive, one head each (on both paths) */
+        for (int way = 0; way < 5; way++) {
+            const int few = way == 1, mma = way == 2 || way == 4, pmerge = way >= 3 ? 16 : 0;
             glim_error err;
             glim_status st = gcu_test_attention(q, kk, vv, g, n, H, Hkv, D, scale, cases[c].nsplit,
-                                                few, mma, out, &err);
-            char what[128];
-            snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d%s", H, Hkv, D,
-                     n, cases[c].nsplit, mma ? ", tensor cores" : few ? ", few-key scoring" : "");
+                                                few, mma, pmerge, out, &err);
+            char what[160];
+            snprintf(what, sizeof what, "attention H %d Hkv %d D %d keys %d splits %d%s%s", H, Hkv, D,
+                     n, cases[c].nsplit, mma ? ", tensor cores" : few ? ", few-key scoring" : "",
+                     pmerge ? ", merged by the last blocks" : "");
             CHECK(st == GLIM_OK, "%s: %s", what, err.message);
             if (st == GLIM_OK) compare(what, out, ref, (size_t)H * D, 1e-4, 1e-4);
         }

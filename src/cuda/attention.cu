@@ -429,6 +429,91 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
     }
 }
 
+/* The parallel merge (gcu_attn_call.pmerge): head h of the nsp splits' partials at base, by the
+ * whole block. The splits' maxima and sums of head h in one round trip; warp 0 turns them into
+ * weights and the merged sum sm.l[h] as at_merge does for each head; then thread (part p, output
+ * d4) sums splits p, p + P, ... (P = threads / (D/4)) with AT_PM_LOADS loads in flight, and the
+ * parts are summed in order through sm.red. Returns the weighted sum of output tid (< D/4) in *o.
+ * (Session 13, run 5: the outputs' loads issued with the maxima's, 16 in flight, one round trip
+ * fewer: a sliding layer at 4k keys 16.2 -> 19.3 us; not kept.) */
+#define AT_PM_LOADS 8
+__device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
+                              float4 *o) {
+    const int tid = threadIdx.x, lane = tid & 31, D4 = D / 4;
+    for (int s = tid; s < nsp; s += GCU_ATT_THREADS) {
+        sm.mw[s] = __ldcg(base + s * pstride + G * D + h);
+        sm.ml[s] = __ldcg(base + s * pstride + G * D + G + h);
+    }
+    __syncthreads();
+    if (tid < 32) {
+        float M = -INFINITY;
+        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s]);
+        M = gcu_warp_max(M);
+        float L = 0.0f;
+        for (int s = lane; s < nsp; s += 32) {
+            const float e = expf(sm.mw[s] - M);
+            sm.mw[s] = e;
+            L += sm.ml[s] * e;
+        }
+        L = gcu_warp_sum(L);
+        if (lane == 0) sm.l[h] = L;
+    }
+    __syncthreads();
+    const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (part < P)
+        for (int s0 = part; s0 < nsp; s0 += AT_PM_LOADS * P) {
+            float4 v[AT_PM_LOADS];
+#pragma unroll
+            for (int i = 0; i < AT_PM_LOADS; i++) {
+                const int s = s0 + i * P;
+                if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride + h * D) + idx);
+            }
+#pragma unroll
+            for (int i = 0; i < AT_PM_LOADS; i++) {
+                const int s = s0 + i * P;
+                if (s >= nsp) break;
+                const float e = sm.mw[s];
+                acc.x += v[i].x * e;
+                acc.y += v[i].y * e;
+                acc.z += v[i].z * e;
+                acc.w += v[i].w * e;
+            }
+        }
+    float4 *red = (float4 *)sm.red;
+    if (part < P) red[part * D4 + idx] = acc;
+    __syncthreads();
+    if (tid < D4) {
+        acc = red[tid];
+        for (int p = 1; p < P; p++) {
+            const float4 v = red[p * D4 + tid];
+            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+        }
+        *o = acc;
+    }
+    __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
+}
+
+/* The gate of the block's head h in the qkvg row. */
+__device__ __forceinline__ const float *at_gate(const gcu_attn_call &a, const float *row, int head0, int h) {
+    return row + (size_t)(a.H + 2 * a.Hkv) * a.D + (size_t)(head0 + h) * a.D;
+}
+/* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
+ * sigmoid of its gate g (elements 4 d4 ..), stored to aout (and to out when out != NULL). */
+__device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, int t, int head0, int h,
+                                              int d4, float4 o, float4 g, float *out) {
+    const int D = a.D;
+    const float inv = 1.0f / sm.l[h];
+    float4 r = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
+    r.x *= gcu_sigmoid(g.x);
+    r.y *= gcu_sigmoid(g.y);
+    r.z *= gcu_sigmoid(g.z);
+    r.w *= gcu_sigmoid(g.w);
+    const int idx = h * (D / 4) + d4;
+    ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)head0 * D))[idx] = r;
+    if (out) ((float4 *)out)[idx] = r;
+}
+
 /* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
  * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
 __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
@@ -438,7 +523,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
      * ones only group 0 runs, with all G heads, so K and V are read once. */
     const int HG = a.hgroups > 1 ? a.hgroups : 1;
-    const int kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y, t = blockIdx.z;
+    const int t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int D = a.D, Gfull = a.H / a.Hkv, D4 = D / 4;
     /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
@@ -450,23 +535,37 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
     const bool grouped = HG > 1 && n <= a.group_keys;
-    if (!grouped && hgi > 0) return;
     const int G = grouped ? Gfull / HG : Gfull;
-    const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
     AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32, a.tiles2);
     int chunk = (n + a.nsplit - 1) / a.nsplit;
     if (chunk < a.min_chunk) chunk = a.min_chunk;
     /* no more working blocks than fit the GPU at once: a second wave doubles the latency
      * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
      * took 32.4 us; in splits of 128 keys, 26.1) */
-    if (a.resident > 0) {
-        const int per = a.resident / (a.Hkv * (grouped ? HG : 1) * a.T); /* splits that fit */
-        const int fit = per > 0 ? (n + per - 1) / per : 0;
+    const int per = a.resident > 0 ? a.resident / (a.Hkv * (grouped ? HG : 1) * a.T) : 0; /* splits that fit */
+    if (per > 0) {
+        const int fit = (n + per - 1) / per;
         if (chunk < fit) chunk = fit;
     }
     chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
     const int nsp = (n + chunk - 1) / chunk;
-    if (sp >= nsp) return;
+    /* which (kv head, head group, split) this block serves. The grid is sized for the most
+     * splits and groups any position may need; a.pack numbers its blocks split-major over the
+     * groups in use, so that the blocks with work come first and the hardware starts them
+     * first (numbered as launched, the working blocks of a long full layer without head groups
+     * sat among three times as many empty ones, and the last started ~12 us late). */
+    int kvh, hgi, sp;
+    if (a.pack) {
+        const int ng = a.Hkv * (grouped ? HG : 1), b = blockIdx.x + gridDim.x * blockIdx.y;
+        if (b >= ng * nsp) return;
+        sp = b / ng;
+        kvh = (b % ng) / (grouped ? HG : 1);
+        hgi = (b % ng) % (grouped ? HG : 1);
+    } else {
+        kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y;
+        if ((!grouped && hgi > 0) || sp >= nsp) return;
+    }
+    const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
     const int my0 = k0 + sp * chunk, my1 = my0 + chunk < k1 ? my0 + chunk : k1;
     const float *row = a.qkvg + (size_t)t * a.ldq;
     /* Decode: the cache rows of every key but the newest (which this kernel writes, and which
@@ -605,6 +704,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const size_t pstride = (size_t)G * D + 2 * G;
     /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
     const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
+    const int ngrp = a.T * a.Hkv * (grouped ? HG : 1); /* the mergers' counters follow */
+    /* pmerge: one token, every split resident at once (per > 0), no o_proj staging here */
+    const bool pm = a.pmerge > 1 && a.T == 1 && !has_f && per > 0;
     float *mine = a.part + ((size_t)grp * a.nsplit + sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
@@ -619,9 +721,41 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         }
         gcu_fence_gpu(a.fence_sc);
         __syncthreads();
-        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) == nsp - 1;
+        /* the last Mg blocks to arrive merge (the last one alone without pmerge, or where the
+         * splits are not all resident at once: a merger waits for the others to arrive) */
+        const int Mg = pm ? min(min(G, nsp), a.pmerge) : 1;
+        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) - (nsp - Mg);
         __syncthreads();
-        if (!*sm.flag) return;
+        const int role = *sm.flag;
+        if (role < 0) return;
+        if (Mg > 1) {
+            if (tid == 0) {
+                const unsigned long long t0 = gcu_tl_now();
+                unsigned v, spins = 0;
+                for (;;) {
+                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(&a.counters[grp]) : "memory");
+                    if ((int)v >= nsp) break;
+                    /* the splits fit the GPU at once (a.resident): 10 s without them means
+                     * another process holds the SMs */
+                    if (++spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
+                }
+            }
+            __syncthreads();
+            gcu_fence_gpu(a.fence_sc);
+            const float *base = a.part + (size_t)grp * a.nsplit * pstride;
+            for (int h = role; h < G; h += Mg) {
+                float4 ov;
+                at_merge_head(base, pstride, sm, G, D, nsp, h, &ov);
+                if (tid < D4)
+                    at_gate_store(a, sm, t, head0, h, tid, ov, *((const float4 *)at_gate(a, row, head0, h) + tid), NULL);
+            }
+            /* the last merger done resets both counters for the next launch */
+            if (tid == 0 && atomicAdd(&a.counters[ngrp + grp], 1) == Mg - 1) {
+                a.counters[grp] = 0;
+                a.counters[ngrp + grp] = 0;
+            }
+            return;
+        }
         gcu_fence_gpu(a.fence_sc);
     }
     float *out = sm.qs; /* q is no longer needed: the gated output goes here */
@@ -630,15 +764,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        const float inv = 1.0f / sm.l[h];
-        float4 r = make_float4(o[c].x * inv, o[c].y * inv, o[c].z * inv, o[c].w * inv);
-        const float *g = row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D + 4 * d4;
-        r.x *= gcu_sigmoid(g[0]);
-        r.y *= gcu_sigmoid(g[1]);
-        r.z *= gcu_sigmoid(g[2]);
-        r.w *= gcu_sigmoid(g[3]);
-        ((float4 *)(a.aout + (size_t)t * a.H * D + (size_t)head0 * D))[idx] = r;
-        ((float4 *)out)[idx] = r;
+        at_gate_store(a, sm, t, head0, h, d4, o[c], *((const float4 *)at_gate(a, row, head0, h) + d4), out);
     }
     if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
@@ -710,8 +836,8 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
 
 extern "C" glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                           const float *gate, int n_keys, int H, int Hkv, int D,
-                                          float scale, int nsplit, int few, int mma, float *out,
-                                          glim_error *err) {
+                                          float scale, int nsplit, int few, int mma, int pmerge,
+                                          float *out, glim_error *err) {
     if (gcu_device_count() <= 0) return glim_fail(err, GLIM_E_BACKEND, "no CUDA device");
     int ldq = (2 * H + 2 * Hkv) * D, G = H / Hkv, pos = n_keys - 1;
     size_t kvn = (size_t)n_keys * Hkv * D;
@@ -740,8 +866,8 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         (s = gcu_check(cudaMalloc((void **)&ao, sizeof(float) * H * D), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&p0, sizeof(int)), "alloc", err)) ||
         (s = gcu_check(cudaMemcpy(p0, &pos, sizeof(int), cudaMemcpyHostToDevice), "copy", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * Hkv), "alloc", err)) ||
-        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * Hkv), "memset", err)))
+        (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * 2 * Hkv), "alloc", err)) ||
+        (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * 2 * Hkv), "memset", err)))
         goto out;
     {
         gcu_attn_call c;
@@ -762,6 +888,8 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.tiles2 = 1;
         c.few = few;
         c.mma = mma;
+        c.pmerge = pmerge;
+        c.pack = pmerge; /* the tests' second way runs both */
         c.part = part;
         c.counters = cnt;
         c.aout = ao;

@@ -36,7 +36,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
- * GLIM_CUDA_TMA_SLOTS_QKVG override the defaults). */
+ * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK override the defaults). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */
@@ -62,7 +62,7 @@ typedef struct gcu_options {
                       memory ring also its first slot first and the rest after staging (3)
                       (GLIM_CUDA_LATE_RING, 3) */
     int att_group; /* attention: keys up to which a kv head's query heads spread over blocks of
-                      4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 8192); beyond, one
+                      4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 2048); beyond, one
                       block per kv head and split */
     int att_chunk; /* attention: keys per split at least (GLIM_CUDA_ATT_CHUNK, 64 = one tile):
                       more keys per block, fewer blocks and partials */
@@ -70,6 +70,12 @@ typedef struct gcu_options {
                       hi + lo bf16 (GLIM_CUDA_ATT_MMA, 1) instead of fp32 dot products */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
                       (GLIM_CUDA_ATT_TRIG, 1) */
+    int att_pmerge; /* decode attention: the splits' partials merged by the last min(G, splits,
+                       att_pmerge) blocks to arrive, one query head each, instead of by the
+                       last block alone (GLIM_CUDA_ATT_PMERGE, 16; 0: the last block) */
+    int att_pack;  /* attention: the grid's blocks numbered split-major over the head groups
+                      in use, so that the blocks with work are the first the hardware starts
+                      (GLIM_CUDA_ATT_PACK, 1; 0: numbered as launched, kv head x group x split) */
     int i8;        /* decode matvec on MLX 4-bit: integer tensor cores, x as 8-bit digits
                       (GLIM_CUDA_I8, 1) instead of bf16 hi + lo */
     int dyn;       /* with i8: blocks take row-block chunks from a counter, so faster SMs do more
@@ -251,10 +257,12 @@ glim_status gcu_test_qk_prep(float *q, int n_heads, float *k, int n_kv, int D, f
  * the cache, as the backend stores them), followed by the sigmoid gate:
  * out[h][d] = attention(q)[h][d] * sigmoid(gate[h][d]). nsplit splits the keys across blocks;
  * few: tiles of <= 8 keys scored one warp per (head, key); mma: tiles on the tensor cores
- * (gcu_attn_call.mma; where the shapes do not allow it, the fp32 path runs). */
+ * (gcu_attn_call.mma; where the shapes do not allow it, the fp32 path runs); pmerge: the splits
+ * merged by the last blocks to arrive, one head each (gcu_attn_call.pmerge). */
 glim_status gcu_test_attention(const float *q, const float *keys, const float *values,
                                const float *gate, int n_keys, int n_heads, int n_kv, int D,
-                               float scale, int nsplit, int few, int mma, float *out, glim_error *err);
+                               float scale, int nsplit, int few, int mma, int pmerge, float *out,
+                               glim_error *err);
 
 /* Elementwise twins: out = a * sigmoid(g); out = silu(g) * u; z = cap*tanh(z*mult/cap). */
 glim_status gcu_test_elementwise(int op, const float *a, const float *b, int n, float mult,

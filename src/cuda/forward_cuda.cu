@@ -48,9 +48,15 @@ extern "C" gcu_options gcu_options_default(void) {
      * staging: 157.1 tok/s against 154.7 all at block start (1: 156.6, 2: 156.4); k_dmv (the
      * register ring) treats 3 as 0 */
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 3);
-    o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 8192);
+    /* session 13 (bench/RESULTS.md v16): head groups up to 2048 keys only (a sliding layer's
+     * window): a full layer at 4k keys 27.2 -> 19.5 us with the two switches below */
+    o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 2048);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
+    /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
+     * (one process each, same call) */
+    o.att_pmerge = env_int("GLIM_CUDA_ATT_PMERGE", 16);
+    o.att_pack = env_int("GLIM_CUDA_ATT_PACK", 1);
     /* session 6 (bench/RESULTS.md v9): on the shared-memory ring of 2 slots of 2 units the
      * integer path gives 157.6 tok/s, bf16 141.8, the register ring 136.2 (session 5: the integer
      * path on the register ring 129.4 vs 135.8) */
@@ -435,7 +441,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
 extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
     sess_plan p = plan_session(g, n_ctx);
     return 16 + p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
-           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 4ull * GCU_TMAX * g->Hkv +
+           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
            4ull * (g->inter / 32 + 2);
 }
 
@@ -508,7 +514,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->xsum_q, p.xsum_q);
     DA(s->xsum_i, p.xsum_i);
     DA(s->att_part, p.att);
-    DA(s->att_cnt, 4ull * GCU_TMAX * g->Hkv);
+    DA(s->att_cnt, 8ull * GCU_TMAX * g->Hkv);
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
     DA(s->act_dig, p.dig);
@@ -532,7 +538,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
                     "integer path on the shared-memory ring: MLX 4-bit, groups of 32 or 64, one format for "
                     "every product); its products run as kernels of their own\n");
     }
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 4ull * GCU_TMAX * g->Hkv), "memset", err);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 8ull * GCU_TMAX * g->Hkv), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
     if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_logits, 4ull * g->vocab), "pinned", err);
@@ -660,6 +666,8 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;
     c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;
     c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
+    c.pmerge = g->opt.att_pmerge;
+    c.pack = g->opt.att_pack;
     c.fence_sc = g->opt.fence_sc;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;

@@ -261,7 +261,8 @@ typedef struct gcu_attn_call {
     const int *pos0;           /* device: position of token 0 */
     int T, nsplit;
     float *part;               /* partials */
-    int *counters;             /* [T*Hkv], zero */
+    int *counters;             /* [2*T*Hkv*hgroups], zero: the splits' arrivals, then (pmerge)
+                                  the mergers' */
     float *aout;               /* [T][H*D] gated output */
     const gcu_xfmt *f;         /* o_proj input format, or NULL: no staging */
     __nv_bfloat16 *xs;
@@ -279,6 +280,10 @@ typedef struct gcu_attn_call {
                                   shapes allow (bf16 cache, D % 16 == 0, D <= 128, G <= 16) */
     int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
     int fence_sc;              /* the split merge's fences sequentially consistent (gcu_fence_gpu) */
+    int pack;                  /* the blocks with work numbered first (opt.att_pack) */
+    int pmerge;                /* decode: the last min(G, splits, pmerge) blocks to arrive merge
+                                  one query head each (opt.att_pmerge; 0: the last block merges
+                                  all G) */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
