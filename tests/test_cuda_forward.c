@@ -343,37 +343,31 @@ static void random_mlx8_wide(void) {
     random_vs_cpu("mlx8", s);
 }
 
-/* The chained decode (GLIM_CUDA_CHAIN=1: a layer's o_proj, gate/up, down and next qkvg or head
- * in one launch, the weights' ring running on across them) computes each product as its own
- * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
- * the separate kernels' bit for bit when those own their row blocks per block too
- * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
- * its sums); and the chain must really have run (its launch count). The chain needs the
- * integer path on the shared-memory ring with whole row blocks, so the test sets those too,
- * whatever switches the run was started with (gpu_check.sh runs the forward tests under each),
- * and puts them back. */
-static void chain_bits_of(const char *name, glim_synth_spec spec) {
+/* Decodes with a switch off and on (names[0]: its environment variable; want_off / want_on:
+ * the values of names[0..nv) for each run, set whatever the run was started with, gpu_check.sh
+ * running the forward tests under several, and put back) and checks that every decoded token's
+ * logits are equal bit for bit, and, through count (launches of the switched path this process
+ * has enqueued), that the switched path ran at least min_count times and not with it off. */
+static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv, const char *const *names,
+                           const char *const *want_off, const char *const *want_on, long (*count)(void),
+                           long min_count) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
     glim_error err = {0};
     REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
     glim_status st;
     glim_model *m[2] = {NULL, NULL};
-    enum { NV = 7 };
-    const char *names[NV] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
-                             "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST"};
-    const char *want[NV] = {"0", "0", "1", "1", "31", "0", "1"};
-    char saved[NV][32];
-    int had[NV];
-    for (int v = 0; v < NV; v++) {
+    char saved[8][32];
+    int had[8];
+    for (int v = 0; v < nv && v < 8; v++) {
         const char *e = getenv(names[v]);
         had[v] = e != NULL;
         snprintf(saved[v], sizeof saved[v], "%s", e ? e : "");
     }
     for (int k = 0; k < 2; k++) {
-        for (int v = 0; v < NV; v++) setenv(names[v], v == 0 && k ? "1" : want[v], 1);
+        for (int v = 0; v < nv && v < 8; v++) setenv(names[v], k ? want_on[v] : want_off[v], 1);
         m[k] = open_model(dir, "cuda", 0, &st, &err);
-        for (int v = 0; v < NV; v++) {
+        for (int v = 0; v < nv && v < 8; v++) {
             if (had[v]) setenv(names[v], saved[v], 1);
             else unsetenv(names[v]);
         }
@@ -382,37 +376,53 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
             REQUIRE(0, "%s: %s", name, err.message);
         }
     }
-    const int V = spec.vocab_size, P = 2 * spec.sliding_window + 3, N = 12;
+    const int V = spec.vocab_size, N = 12;
     int32_t *tok = malloc(sizeof(int32_t) * P), seq[2][12];
     float *lg[2] = {malloc(sizeof(float) * (size_t)N * V), malloc(sizeof(float) * (size_t)N * V)};
     srand(23);
     tok[0] = 1;
     for (int i = 1; i < P; i++) tok[i] = rand() % V;
-    long before = gcu_dmv_chain_count();
+    long before = count();
     int ok0 = greedy_run(m[0], tok, P, N, seq[0], lg[0]);
-    CHECK(gcu_dmv_chain_count() == before, "%s: the chain ran with GLIM_CUDA_CHAIN=0", name);
-    before = gcu_dmv_chain_count();
+    CHECK(count() == before, "%s: the switched path ran with %s=%s", name, names[0], want_off[0]);
+    before = count();
     int ok1 = greedy_run(m[1], tok, P, N, seq[1], lg[1]);
-    const long chained = gcu_dmv_chain_count() - before;
-    printf("  info: %s: %ld chained launches for %d decoded tokens of %d layers\n", name, chained, N - 1,
-           spec.n_layers);
-    CHECK(chained >= spec.n_layers, "%s: GLIM_CUDA_CHAIN=1 launched %ld chains, at least %d expected", name,
-          chained, spec.n_layers);
+    const long ran = count() - before;
+    printf("  info: %s: %ld launches on the switched path (%s=%s) for %d decoded tokens of %d layers\n", name,
+           ran, names[0], want_on[0], N - 1, spec.n_layers);
+    CHECK(ran >= min_count, "%s: %s=%s launched %ld times on its path, at least %ld expected", name, names[0],
+          want_on[0], ran, min_count);
     if (ok0 && ok1) {
         /* the prompt's logits (row 0) come from the prefill path, the rest from decode */
         size_t diff = 0, first = 0;
         for (size_t i = (size_t)V; i < (size_t)N * V; i++)
             if (memcmp(&lg[0][i], &lg[1][i], sizeof(float)) != 0 && diff++ == 0) first = i;
-        CHECK(diff == 0, "%s: chained decode differs from the separate kernels in %zu logits (first: token %zu, "
-              "id %zu: %.9g vs %.9g)", name, diff, first / V, first % V, diff ? lg[0][first] : 0.0,
+        CHECK(diff == 0, "%s: decode with %s=%s differs in %zu logits (first: token %zu, id %zu: %.9g vs %.9g)",
+              name, names[0], want_on[0], diff, first / V, first % V, diff ? lg[0][first] : 0.0,
               diff ? lg[1][first] : 0.0);
-        CHECK(memcmp(seq[0], seq[1], sizeof seq[0]) == 0, "%s: greedy tokens differ with the chain", name);
+        CHECK(memcmp(seq[0], seq[1], sizeof seq[0]) == 0, "%s: greedy tokens differ with %s=%s", name, names[0],
+              want_on[0]);
     }
     free(lg[0]);
     free(lg[1]);
     free(tok);
     glim_model_close(m[0]);
     glim_model_close(m[1]);
+}
+
+/* The chained decode (GLIM_CUDA_CHAIN=1: a layer's o_proj, gate/up, down and next qkvg or head
+ * in one launch, the weights' ring running on across them) computes each product as its own
+ * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
+ * the separate kernels' bit for bit when those own their row blocks per block too
+ * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
+ * its sums); and the chain must really have run (its launch count). The chain needs the
+ * integer path on the shared-memory ring with whole row blocks, so the test sets those too. */
+static void chain_bits_of(const char *name, glim_synth_spec spec) {
+    static const char *const names[] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                                        "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST"};
+    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1"};
+    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
 static void chain_bits(void) {
