@@ -52,6 +52,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * window): a full layer at 4k keys 27.2 -> 19.5 us with the two switches below */
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 2048);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
+    o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
     /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
      * (one process each, same call) */
@@ -657,7 +658,8 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.xs = s->xs_q;
     c.xsum = s->xsum_q;
     c.pdl = pdl_on(s);
-    c.hgroups = G % 4 == 0 && G / 4 <= GCU_TMAX ? G / 4 : 1; /* 4 query heads per block */
+    const int hpb = g->opt.att_heads > 0 ? g->opt.att_heads : 4; /* query heads per block */
+    c.hgroups = G % hpb == 0 && G / hpb <= GCU_TMAX ? G / hpb : 1;
     c.few = g->opt.att_few;
     c.mma = g->opt.att_mma;
     c.group_keys = g->opt.att_group;
