@@ -514,6 +514,27 @@ __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSm
     if (out) ((float4 *)out)[idx] = r;
 }
 
+/* The split plan of a token seeing n keys (HG: the launch's head groups): whether its heads
+ * spread over head-group blocks, the keys per split (*chunk, whole tiles), the splits that fit
+ * the GPU at once (*per, 0: unknown), and the number of splits. */
+__device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bool *grouped, int *chunk,
+                                                int *per) {
+    *grouped = HG > 1 && n <= a.group_keys;
+    int c = (n + a.nsplit - 1) / a.nsplit;
+    if (c < a.min_chunk) c = a.min_chunk;
+    /* no more working blocks than fit the GPU at once: a second wave doubles the latency
+     * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
+     * took 32.4 us; in splits of 128 keys, 26.1) */
+    *per = a.resident > 0 ? a.resident / (a.Hkv * (*grouped ? HG : 1) * a.T) : 0;
+    if (*per > 0) {
+        const int fit = (n + *per - 1) / *per;
+        if (c < fit) c = fit;
+    }
+    c = (c + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
+    *chunk = c;
+    return (n + c - 1) / c;
+}
+
 /* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
  * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
 __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
@@ -534,21 +555,11 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const int pos = *a.pos0 + t;
     const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
     const int n = k1 - k0;
-    const bool grouped = HG > 1 && n <= a.group_keys;
+    bool grouped;
+    int chunk, per;
+    const int nsp = at_plan(a, HG, n, &grouped, &chunk, &per);
     const int G = grouped ? Gfull / HG : Gfull;
     AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32, a.tiles2);
-    int chunk = (n + a.nsplit - 1) / a.nsplit;
-    if (chunk < a.min_chunk) chunk = a.min_chunk;
-    /* no more working blocks than fit the GPU at once: a second wave doubles the latency
-     * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
-     * took 32.4 us; in splits of 128 keys, 26.1) */
-    const int per = a.resident > 0 ? a.resident / (a.Hkv * (grouped ? HG : 1) * a.T) : 0; /* splits that fit */
-    if (per > 0) {
-        const int fit = (n + per - 1) / per;
-        if (chunk < fit) chunk = fit;
-    }
-    chunk = (chunk + GCU_ATT_TILE - 1) / GCU_ATT_TILE * GCU_ATT_TILE;
-    const int nsp = (n + chunk - 1) / chunk;
     /* which (kv head, head group, split) this block serves. The grid is sized for the most
      * splits and groups any position may need; a.pack numbers its blocks split-major over the
      * groups in use, so that the blocks with work come first and the hardware starts them
