@@ -1,9 +1,9 @@
 /* attention.cu: attention of each query token over the bf16 KV cache, GQA (one block serves
  * the G = H/Hkv query heads of one kv head), split across blocks along the keys for long
  * contexts (flash-decoding): each block keeps a running max / sum / weighted V over tiles of 64
- * keys; the last block of a (token, kv head) to finish merges the splits in a fixed order,
- * applies the sigmoid output gate and, when the slice is whole spans, stages its part of the
- * o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
+ * keys; the last block of a (token, kv head) to finish merges the splits in a fixed order (in
+ * decode, the last few to finish, one query head each: gcu_attn_call.pmerge), applies the
+ * sigmoid output gate and, when the slice is whole spans, stages its part of the o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
  * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
  * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k; on the
  * tensor cores (gcu_attn_call.mma) q and the probabilities enter as bf16 hi + lo (16 bits of
@@ -517,8 +517,7 @@ __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSm
 /* The split plan of a token seeing n keys (HG: the launch's head groups): whether its heads
  * spread over head-group blocks, the keys per split (*chunk, whole tiles), the splits that fit
  * the GPU at once (*per, 0: unknown), and the number of splits. */
-__device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bool *grouped, int *chunk,
-                                                int *per) {
+__device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bool *grouped, int *chunk, int *per) {
     *grouped = HG > 1 && n <= a.group_keys;
     int c = (n + a.nsplit - 1) / a.nsplit;
     if (c < a.min_chunk) c = a.min_chunk;
