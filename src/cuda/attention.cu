@@ -3,7 +3,8 @@
  * contexts (flash-decoding): each block keeps a running max / sum / weighted V over tiles of 64
  * keys; the last block of a (token, kv head) to finish merges the splits in a fixed order (in
  * decode, the last few to finish, one query head each: gcu_attn_call.pmerge), applies the
- * sigmoid output gate and, when the slice is whole spans, stages its part of the o_proj input. Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
+ * sigmoid output gate and, when the slice is whole spans, stages its part of the o_proj input.
+ * Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
  * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
  * key writes it (and v) into the cache first. Scores in fp32 from fp32 q and bf16 k; on the
  * tensor cores (gcu_attn_call.mma) q and the probabilities enter as bf16 hi + lo (16 bits of
