@@ -495,15 +495,13 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
     __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
 }
 
-/* The gate of the block's head h in the qkvg row. */
-__device__ __forceinline__ const float *at_gate(const gcu_attn_call &a, const float *row, int head0, int h) {
-    return row + (size_t)(a.H + 2 * a.Hkv) * a.D + (size_t)(head0 + h) * a.D;
-}
 /* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
- * sigmoid of its gate g (elements 4 d4 ..), stored to aout (and to out when out != NULL). */
-__device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, int t, int head0, int h,
-                                              int d4, float4 o, float4 g, float *out) {
+ * sigmoid of its gate (elements 4 d4 .. of the head's gate in the qkvg row), stored to aout
+ * (and to out when out != NULL). */
+__device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, const float *row, int t,
+                                              int head0, int h, int d4, float4 o, float *out) {
     const int D = a.D;
+    const float4 g = ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D))[d4];
     const float inv = 1.0f / sm.l[h];
     float4 r = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     r.x *= gcu_sigmoid(g.x);
@@ -757,8 +755,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             for (int h = role; h < G; h += Mg) {
                 float4 ov;
                 at_merge_head(base, pstride, sm, G, D, nsp, h, &ov);
-                if (tid < D4)
-                    at_gate_store(a, sm, t, head0, h, tid, ov, *((const float4 *)at_gate(a, row, head0, h) + tid), NULL);
+                if (tid < D4) at_gate_store(a, sm, row, t, head0, h, tid, ov, NULL);
             }
             /* the last merger done resets both counters for the next launch */
             if (tid == 0 && atomicAdd(&a.counters[ngrp + grp], 1) == Mg - 1) {
@@ -775,7 +772,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        at_gate_store(a, sm, t, head0, h, d4, o[c], *((const float4 *)at_gate(a, row, head0, h) + d4), out);
+        at_gate_store(a, sm, row, t, head0, h, d4, o[c], out);
     }
     if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
@@ -912,7 +909,7 @@ extern "C" glim_status gcu_test_attention(const float *q, const float *keys, con
         c.few = few;
         c.mma = mma;
         c.pmerge = pmerge;
-        c.pack = pmerge; /* the tests' second way runs both */
+        c.pack = pmerge; /* the tests' merge by the last blocks runs with the packed numbering */
         c.part = part;
         c.counters = cnt;
         c.aout = ao;
