@@ -376,6 +376,9 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "a layer's o / gate-up / down / next qkvg in one launch, each warp's ring running on across them, as many slots of 2 units as fit (GLIM_CUDA_CHAIN=1)", v[nv].o = base, v[nv++].o.chain = 1;
         v[nv].name = "the same chain with 2 slots of 2 units (GLIM_CUDA_CHAIN=1 GLIM_CUDA_CHAIN_SLOTS=2)", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.chain_slots = 2;
         v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
+        /* not a configuration: the token with (nearly) no weight traffic, so what the decode
+         * matvecs' instructions and the fixed costs alone allow (session 14) */
+        v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
             if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;

@@ -113,6 +113,10 @@ typedef struct gcu_options {
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
+    int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
+                           from this many MB at each matrix's start, which stay in L2, so a token
+                           runs as if weight bytes were free (the loops' compute ceiling; bench
+                           --variants; GLIM_CUDA_DIAG_WINDOW, 0: off) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -49,6 +49,11 @@ struct DmvArgs {
                   * staging (1: none) */
     const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits
                                    * (gcu_dmv_call.pre_dig), copied into shared memory whole */
+    /* k_dmv_tma, a timing diagnostic (gcu_dmv_call.diag_window_mb): each warp's weights are read
+     * from an offset inside the matrix's first diag_window uint4 (0: off). The loops then read
+     * a few MB that stay in L2, so a decode runs as if weight bytes were free: the loops' compute
+     * ceiling. The products are wrong. */
+    long long diag_window;
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

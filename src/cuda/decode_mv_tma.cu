@@ -42,20 +42,27 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     long long bu0, bun;
     tma_warp_units(d, own, ow, nw, wg, &u0, &u1, &bu0, &bun);
     const int n = u1 - u0, S = d.tslots, C = d.tchunk, uw = a.unit_u4;
-    const int nch = (n + C - 1) / C; /* this warp's chunks of C units, one bulk copy each */
     const unsigned ub = (unsigned)uw * 16u;
     TmaRing r = {(uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * C * uw, bars[warp], S, C, 0, 0, 0u};
-    const uint4 *wsrc = a.w + (size_t)u0 * uw;
     const uint64_t pol = mv_policy();
     if (threadIdx.x == 0) dmv_stamp(d, 0);
     gcu_tl_mark(d.tl, GCU_TL_START);
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
 
-    /* the ring, requested before anything else: chunk c goes to slot c % S */
-    auto request = [&](int c, int slot) {
-        const unsigned bytes = (unsigned)min(C, n - c * C) * ub;
+    /* the ring: the warp's chunks of C units (one bulk copy each) are requested in order, chunk c
+     * into slot c % S, from a running source. Lane 0 does it in the loop once per chunk, so it is
+     * kept to a pointer step (session 14: the SASS had ~40 instructions per unit for a refill
+     * that recomputed the source, size and slot in 64 bits). d.diag_window: the source starts
+     * inside the first diag_window uint4 of the matrix (a timing diagnostic; see DmvArgs). */
+    const uint4 *nsrc = a.w + (d.diag_window ? (size_t)u0 * uw % d.diag_window : (size_t)u0 * uw);
+    int nleft = n; /* units not yet requested */
+    const size_t cstep = (size_t)C * uw;
+    auto request = [&](int slot) {
+        const unsigned bytes = (unsigned)min(C, nleft) * ub;
         gcu_mbar_expect_tx(&r.bar[slot], bytes);
-        gcu_bulk_g2s(r.base + (size_t)slot * C * uw, wsrc + (size_t)c * C * uw, bytes, &r.bar[slot], pol);
+        gcu_bulk_g2s(r.base + slot * cstep, nsrc, bytes, &r.bar[slot], pol);
+        nsrc += cstep;
+        nleft -= C;
     };
     /* when the ring is requested (d.ring_at): 0 whole at block start; 1 once the prologue's
      * global reads are done (the norms' rows, or a RAW row's staging); 2 after staging; 3 its
@@ -64,7 +71,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const int ring_at = d.ring_at;
     auto request_ring = [&](int from, int to) {
         if (lane == 0)
-            for (int c = from; c < to && c < nch; c++) request(c, c);
+            for (int c = from; c < to && nleft > 0; c++) request(c);
     };
     const bool pre = I8 && d.pre_dig != NULL; /* RAW (gcu_dmv_takes_digits) */
     if (lane == 0) {
@@ -131,13 +138,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
 
     float2 keep0, keep1; /* d.bblocks: the first and last segments' sums, if split */
-    int done = 0;        /* chunks used */
+    if (d.stamps && threadIdx.x == 0 && n > 0) { /* profiling: warp 0's first chunk is in (a check
+                                                   * in the loop cost ~8 instructions per unit) */
+        gcu_mbar_wait(&r.bar[0], 0);
+        dmv_stamp(d, 4);
+    }
     tma_units<KIND, PPS, SBF32, I8>(d, m, r, u0, n, bu0, bun, nw, wg, keep0, keep1, [&](int slot) {
-        if (lane == 0 && done + S < nch) {
+        if (lane == 0 && nleft > 0) {
             gcu_fence_proxy_async();
-            request(done + S, slot);
+            request(slot);
         }
-        done++;
     });
     if (d.bblocks > 0)
         tma_block_merge(a, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,

@@ -227,10 +227,12 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     bool first = true;
     int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
     keep0 = keep1 = make_float2(0.0f, 0.0f);
+    const uint4 *up = r.base + ((size_t)r.slot * C + r.k) * uw; /* the unit's place in the ring */
     for (int j = 0; j < n; j++) {
         if (r.k == 0) gcu_mbar_wait(&r.bar[r.slot], r.phase);
         MvSlot<KIND, PPS, SBF32> u;
-        tma_unit_load(u, r.base + ((size_t)r.slot * C + r.k) * uw, lane);
+        tma_unit_load(u, up, lane);
+        up += uw;
         if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
         else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
         if (++r.k == C || j + 1 == n) {
@@ -241,9 +243,9 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
             if (++r.slot == r.S) {
                 r.slot = 0;
                 r.phase ^= 1u;
+                up = r.base;
             }
         }
-        if (threadIdx.x == 0 && j == 0) dmv_stamp(d, 4); /* the first unit is in */
         if constexpr (I8) {
             dp += DMV_I8_SPAN_U4;
             ep += PPS;

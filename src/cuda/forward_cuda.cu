@@ -89,6 +89,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.front_rows = env_int("GLIM_CUDA_FRONT_ROWS", 1);
     o.tma_slots_o = env_int("GLIM_CUDA_TMA_SLOTS_O", 0);
     o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
+    o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -816,6 +817,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.tma_chunk = g->opt.tma_chunk;
     c.fence_sc = g->opt.fence_sc;
     c.defer_merge = g->opt.defer_merge;
+    c.diag_window_mb = g->opt.diag_window_mb;
     /* down only: its 19968-wide input is the one whose staging a cluster shortens (session 9,
      * run 1, clusters of 2: down's prologue 5.7 -> 4.6 us; the 6656-wide RESID prologues 0.3-0.9
      * us longer and o_proj's 0.8, the peer barrier costing more than the half it saves) */

@@ -188,6 +188,9 @@ typedef struct gcu_dmv_call {
                                   per cluster that share it, each staging 1/cluster of the row
                                   into all (0, 1: none; more than 8 or clusters that cannot all
                                   be resident: none, said once on stderr) */
+    int diag_window_mb;        /* k_dmv_tma: weights read from this many MB at the matrix's start
+                                  (DmvArgs.diag_window; timing only, the products are wrong);
+                                  0: off */
 } gcu_dmv_call;
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */
