@@ -43,7 +43,7 @@ __device__ __forceinline__ void dmv_ring_fill(MvSlot<KIND, PPS, SBF32> *ring, co
  * flight per warp (registers): 16 warps x RING x 1.1 KB is what one SM has in flight against the
  * memory latency; the bench compares 2, 3 and 4. */
 template <int KIND, int PPS, bool SBF32, int RING, bool I8>
-__device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, double *scratch) {
+__device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvSum *scratch) {
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, doub
 template <int KIND, int PPS, bool SBF32, int RING, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
-    __shared__ double scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_WARPS];
     dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch);
 }
 
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
  * research hooks, which must see (and may change) the residual between layers. */
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
-    __shared__ double scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_WARPS];
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
     gcu_pdl_wait();

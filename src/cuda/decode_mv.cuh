@@ -74,13 +74,20 @@ __device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
     if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();
 }
 
-/* The sum of v over the block (every thread gets it), in double as the CPU oracle sums squares. */
-static __device__ double dmv_block_sum(double v, double *scratch) {
-    v = gcu_warp_sum_d(v);
+/* The type of the prologue's sums of squares (per thread, then over the block). float since
+ * session 14: double cost a conversion per element (F2F.F64, a slow pipe), twice per RESID
+ * prologue; the sums' relative error stays ~1e-7, under the digits' 2^-21. Every prologue (the
+ * matvecs', k_dmv_resid's) sums in this type in the same order, so their bits agree. */
+typedef float DmvSum;
+
+/* The sum of v over the block (every thread gets it): warp trees, then the warps' sums in warp
+ * order. */
+static __device__ DmvSum dmv_block_sum(DmvSum v, DmvSum *scratch) {
+    v = gcu_warp_sum(v);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    double r = 0.0;
+    DmvSum r = 0;
 #pragma unroll
     for (int w = 0; w < DMV_WARPS; w++) r += scratch[w];
     __syncthreads(); /* scratch is reused by the next call */
@@ -136,31 +143,31 @@ __device__ __forceinline__ float dmv_norm_value(float v, float inv, float w, int
  * (block 0 writes it to h_out). Returns this thread's part of the sum of squares of the new
  * row. k_dmv_resid runs exactly this code, so that a NORM prologue over its output gives the
  * bits a RESID prologue would. */
-static __device__ double dmv_residual(const DmvArgs &a, const DmvSmem &m, double *scratch) {
+static __device__ DmvSum dmv_residual(const DmvArgs &a, const DmvSmem &m, DmvSum *scratch) {
     const int K = a.K, tid = threadIdx.x;
-    double ss = 0.0;
-    for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
+    DmvSum ss = 0;
+    for (int i = tid; i < K; i += DMV_THREADS) ss += m.row[i] * m.row[i];
     float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
     const bool writer = blockIdx.x == 0 && a.h_out;
-    ss = 0.0;
+    ss = 0;
     for (int i = tid; i < K; i += DMV_THREADS) {
         const float y = dmv_resid_value(m.row[i], inv, m.hrow[i], m.wadd[i]);
         m.row[i] = y;
         if (writer) a.h_out[i] = y;
-        ss += (double)y * y;
+        ss += y * y;
     }
     return ss;
 }
 
 /* NORM/RESID (rows already in shared memory): row = the consumer's input in fp32 (and h_out
  * written by block 0). */
-static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch) {
+static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSum *scratch) {
     const int K = a.K, tid = threadIdx.x;
-    double ss = 0.0; /* this thread's part of the sum of squares of the row to norm */
+    DmvSum ss = 0; /* this thread's part of the sum of squares of the row to norm */
     if (a.pro == GCU_PRO_RESID) {
         ss = dmv_residual(a, m, scratch);
     } else { /* NORM */
-        for (int i = tid; i < K; i += DMV_THREADS) ss += (double)m.row[i] * m.row[i];
+        for (int i = tid; i < K; i += DMV_THREADS) ss += m.row[i] * m.row[i];
     }
     /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
      * bits of the RESID prologue */

@@ -48,18 +48,18 @@ __device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
 
 /* NORM/RESID from registers into m.row: the arithmetic of dmv_residual + dmv_prepare_row, in
  * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). */
-static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, double *scratch,
+static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSum *scratch,
                                                        float *s, const float *h, const float *wa,
                                                        const float *wo) {
     const int K = a.K, tid = threadIdx.x;
-    double ss = 0.0;
+    DmvSum ss = 0;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++)
-        if (tid + j * DMV_THREADS < K) ss += (double)s[j] * s[j];
+        if (tid + j * DMV_THREADS < K) ss += s[j] * s[j];
     if (a.pro == GCU_PRO_RESID) {
         const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
         const bool writer = blockIdx.x == 0 && a.h_out;
-        ss = 0.0;
+        ss = 0;
 #pragma unroll
         for (int j = 0; j < TMA_JM; j++) {
             const int i = tid + j * DMV_THREADS;
@@ -67,7 +67,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
             const float y = dmv_resid_value(s[j], inv, h[j], wa[j]);
             s[j] = y;
             if (writer) a.h_out[i] = y;
-            ss += (double)y * y;
+            ss += y * y;
         }
     }
     const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
@@ -175,7 +175,7 @@ __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, floa
 }
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
  * row the product takes into m.row (tma_prepare_row). */
-__device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, double *scratch, const float *wa,
+__device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, DmvSum *scratch, const float *wa,
                                          const float *wo) {
     float s[TMA_JM], h[TMA_JM];
 #pragma unroll
