@@ -52,7 +52,7 @@ __device__ __forceinline__ void chain_wait(unsigned *bar, unsigned target) {
 template <int PPS, bool SBF32>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_constant__ DmvChain c) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
-    __shared__ DmvSum scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
     __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
     __shared__ const uint4 *cw[DMV_CHAIN][DMV_WARPS]; /* each warp's first weight unit per step */
     __shared__ int cn[DMV_CHAIN][DMV_WARPS];          /* and its number of units */

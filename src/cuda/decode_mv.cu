@@ -159,7 +159,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvS
 template <int KIND, int PPS, bool SBF32, int RING, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
-    __shared__ DmvSum scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
     dmv_body<KIND, PPS, SBF32, RING, I8>(d, dmv_smem, scratch);
 }
 
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv(const __grid_constant__ 
  * research hooks, which must see (and may change) the residual between layers. */
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_resid(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
-    __shared__ DmvSum scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
     const DmvSmem m = dmv_smem_at(d, dmv_smem);
     dmv_request_gains(d, m);
     gcu_pdl_wait();

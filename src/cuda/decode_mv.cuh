@@ -81,16 +81,19 @@ __device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
 typedef float DmvSum;
 
 /* The sum of v over the block (every thread gets it): warp trees, then the warps' sums in warp
- * order. */
-static __device__ DmvSum dmv_block_sum(DmvSum v, DmvSum *scratch) {
+ * order. buf: 0 for the RESID add's sum, 1 for the consumer norm's; scratch holds both
+ * (DMV_SCRATCH), so that no barrier is needed after the reads (the prologue's next write to a
+ * buffer comes after a later barrier). */
+#define DMV_SCRATCH (2 * DMV_WARPS)
+static __device__ DmvSum dmv_block_sum(DmvSum v, DmvSum *scratch, int buf) {
     v = gcu_warp_sum(v);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) scratch[warp] = v;
+    DmvSum *sc = scratch + buf * DMV_WARPS;
+    if (lane == 0) sc[warp] = v;
     __syncthreads();
     DmvSum r = 0;
 #pragma unroll
-    for (int w = 0; w < DMV_WARPS; w++) r += scratch[w];
-    __syncthreads(); /* scratch is reused by the next call */
+    for (int w = 0; w < DMV_WARPS; w++) r += sc[w];
     return r;
 }
 
@@ -147,7 +150,7 @@ static __device__ DmvSum dmv_residual(const DmvArgs &a, const DmvSmem &m, DmvSum
     const int K = a.K, tid = threadIdx.x;
     DmvSum ss = 0;
     for (int i = tid; i < K; i += DMV_THREADS) ss += m.row[i] * m.row[i];
-    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 0) / K) + a.eps_add);
     const bool writer = blockIdx.x == 0 && a.h_out;
     ss = 0;
     for (int i = tid; i < K; i += DMV_THREADS) {
@@ -171,7 +174,7 @@ static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSu
     }
     /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
      * bits of the RESID prologue */
-    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
     for (int i = tid; i < K; i += DMV_THREADS)
         m.row[i] = dmv_norm_value(m.row[i], inv, m.wout[i], a.norm_out == GCU_NORM_CENTERED);
     __syncthreads();

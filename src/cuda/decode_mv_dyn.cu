@@ -190,7 +190,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
 template <int PPS, bool SBF32, int RING>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_dyn(const __grid_constant__ DmvArgs d) {
     extern __shared__ uint4 dmv_smem[];
-    __shared__ DmvSum scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
     dmv_body_dyn<PPS, SBF32, RING>(d, dmv_smem, scratch);
 }
 

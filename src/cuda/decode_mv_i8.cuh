@@ -34,7 +34,7 @@ template <bool GSRC>
 static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, const float *src, int rank = 0,
                                          int ncta = 1) {
     const gcu_xfmt &f = d.f;
-    const int K = d.K, lane = threadIdx.x & 31, lp = 16 / f.pps;
+    const int K = d.K, lane = threadIdx.x & 31, lp = 16 >> (__ffs(f.pps) - 1); /* 16 / pps (1, 2, 4) */
     const int q0 = 16 * (f.nspan * rank / ncta), q1 = min(f.kx / 8, 16 * (f.nspan * (rank + 1) / ncta));
     float2 *ex = (float2 *)m.isum;
     const unsigned cdig = gcu_smem_addr(m.sx), cex = gcu_smem_addr(ex);

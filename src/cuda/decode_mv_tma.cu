@@ -28,7 +28,7 @@
 template <int KIND, int PPS, bool SBF32, bool I8>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
-    __shared__ DmvSum scratch[DMV_WARPS];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
     __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
     __shared__ __align__(8) uint64_t pbar; /* the input staged as digits (d.pre_dig) */
     __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, loop start */

@@ -57,7 +57,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     for (int j = 0; j < TMA_JM; j++)
         if (tid + j * DMV_THREADS < K) ss += s[j] * s[j];
     if (a.pro == GCU_PRO_RESID) {
-        const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_add);
+        const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 0) / K) + a.eps_add);
         const bool writer = blockIdx.x == 0 && a.h_out;
         ss = 0;
 #pragma unroll
@@ -70,7 +70,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
             ss += y * y;
         }
     }
-    const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch) / K) + a.eps_out);
+    const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = tid + j * DMV_THREADS;

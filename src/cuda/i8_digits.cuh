@@ -17,8 +17,11 @@
  * dense weights 8 columns. Returns the first element and sets *ow. */
 __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
     if (f.kind == GCU_KIND_DENSE) return q * 8;
-    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn / 32;
-    *ow = wpg >= 4 ? 4 * t + i : (i / wpg) * (f.gn / 8) + t * wpg + (i % wpg);
+    /* gn is a power of two (32 .. 256: gcu_xfmt_make), so the words per group and their
+     * quotients are shifts: a division by a run-time value is a conversion and a reciprocal on
+     * the slow pipes, per item, on every prologue's critical path */
+    const int s = q >> 4, it = q & 15, i = it >> 2, t = it & 3, wpg = f.gn >> 5, lw = __ffs(wpg) - 1;
+    *ow = wpg >= 4 ? 4 * t + i : (i >> lw) * (f.gn >> 3) + t * wpg + (i & (wpg - 1));
     const int e0 = s * 128 + *ow * 8;
     return f.bits == 8 ? e0 >> 1 : e0;
 }
@@ -85,7 +88,7 @@ __device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, i
     uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
 #pragma unroll
     for (int c = 0; c < 3; c++) dst[c * 16] = o.w[c];
-    if ((lane & (lp - 1)) == 0) ex[q / lp] = o.ex;
+    if ((lane & (lp - 1)) == 0) ex[q >> (__ffs(lp) - 1)] = o.ex; /* lp: a power of two */
 }
 
 /* The same into the shared memory of every block of the cluster (ranks 0..ncta-1), at the
@@ -94,7 +97,7 @@ __device__ __forceinline__ void dmv_i8_item_cluster(const float *v, int q, bool 
                                                     unsigned dig, unsigned ex, int ncta) {
     const DmvI8Digits o = dmv_i8_digits(v, lp);
     if (!valid) return;
-    const unsigned dst = dig + 8u * (unsigned)dmv_i8_word(q), ed = ex + 8u * (unsigned)(q / lp);
+    const unsigned dst = dig + 8u * (unsigned)dmv_i8_word(q), ed = ex + 8u * (unsigned)(q >> (__ffs(lp) - 1));
     const bool head = (lane & (lp - 1)) == 0;
     for (int r = 0; r < ncta; r++) {
 #pragma unroll
