@@ -35,7 +35,8 @@ static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, con
                                          int ncta = 1) {
     const gcu_xfmt &f = d.f;
     const int K = d.K, lane = threadIdx.x & 31, lp = 16 >> (__ffs(f.pps) - 1); /* 16 / pps (1, 2, 4) */
-    const int q0 = 16 * (f.nspan * rank / ncta), q1 = min(f.kx / 8, 16 * (f.nspan * (rank + 1) / ncta));
+    const int q0 = ncta == 1 ? 0 : 16 * (f.nspan * rank / ncta);
+    const int q1 = min(f.kx / 8, ncta == 1 ? 16 * f.nspan : 16 * (f.nspan * (rank + 1) / ncta));
     float2 *ex = (float2 *)m.isum;
     const unsigned cdig = gcu_smem_addr(m.sx), cex = gcu_smem_addr(ex);
     /* rounds of one item per lane, DMV_I8_BATCH rounds' loads issued before the first is used

@@ -111,7 +111,9 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4
         __syncthreads();
     }
     const int nw = own * DMV_WARPS, ow = (int)(blockIdx.x % own) * DMV_WARPS + warp;
-    const int r0 = (int)(bu0 / a.nspan), nr = (int)(bun / a.nspan);
+    /* 32-bit quotients (unit counts fit an int): a 64-bit division is a call of ~100
+     * instructions, here in every block's tail */
+    const int r0 = (int)bu0 / a.nspan, nr = (int)bun / a.nspan;
     for (int i = ow; i < nr; i += nw) {
         const int rb = r0 + i;
         int wf, wl;
@@ -149,7 +151,7 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
     if (d.bblocks > 0) {
         const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
         if (o < no) {
-            const int R = (int)(a.nunits / a.nspan), q = R / no, e = R % no;
+            const int R = (int)a.nunits / a.nspan, q = R / no, e = R % no; /* 32 bits, as below */
             const long long r0 = d.front ? o * q + min(o, e) : mv_muldiv(R, o, no);
             const long long r1 = d.front ? r0 + q + (o < e) : mv_muldiv(R, o + 1, no);
             *bu0 = r0 * a.nspan;
@@ -214,7 +216,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
     const bool bvalid = g < 2, xvalid = t == 0;
     const __nv_bfloat16 *b0 = m.sx + (size_t)(bvalid ? g : 0) * a.cs + t * 8;
-    int rb = u0 / a.nspan, sp = u0 % a.nspan;
+    int rb = u0 / a.nspan, sp = u0 - rb * a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = m.xsum + sp * PPS;
     /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
