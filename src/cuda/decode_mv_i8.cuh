@@ -41,10 +41,11 @@ static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, con
     const unsigned cdig = gcu_smem_addr(m.sx), cex = gcu_smem_addr(ex);
     /* rounds of one item per lane, DMV_I8_BATCH rounds' loads issued before the first is used
      * (one round trip per batch: down's 19968-wide row is 5 rounds). The rounds are then staged
-     * by one copy of the digits' code, the batch shifted down a round each time: the prologue
-     * runs once per launch, so its code is fetched cold, and an unrolled copy per round made it
-     * wait on instruction fetch (session 12's Nsight Compute: stall_no_inst the first reason
-     * before the loop). From shared memory (RESID/NORM) there is no latency to batch against. */
+     * by one copy of the digits' code, the batch shifted down a round each time (session 12
+     * measured that faster than a copy per round and blamed instruction fetch; session 14's
+     * rehearsal of the prologue found its time to be execution, not fetch: bench/wip's
+     * staging_two_rounds.patch computes two rounds at a time). From shared memory (RESID/NORM)
+     * there is no latency to batch against. */
     constexpr int NB = GSRC ? DMV_I8_BATCH : 1;
     for (int base0 = q0 + (threadIdx.x >> 5) * 32; base0 < q1; base0 += NB * DMV_THREADS) {
         float vb[NB][8];
