@@ -34,7 +34,7 @@ template <bool GSRC>
 static __device__ void dmv_stage_i8_from(const DmvArgs &d, const DmvSmem &m, const float *src, int rank = 0,
                                          int ncta = 1) {
     const gcu_xfmt &f = d.f;
-    const int K = d.K, lane = threadIdx.x & 31, lp = 16 >> (__ffs(f.pps) - 1); /* 16 / pps (1, 2, 4) */
+    const int K = d.K, lane = threadIdx.x & 31, lp = dmv_i8_group_lanes(f.pps);
     const int q0 = ncta == 1 ? 0 : 16 * (f.nspan * rank / ncta);
     const int q1 = min(f.kx / 8, ncta == 1 ? 16 * f.nspan : 16 * (f.nspan * (rank + 1) / ncta));
     float2 *ex = (float2 *)m.isum;

@@ -26,6 +26,12 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
     return f.bits == 8 ? e0 >> 1 : e0;
 }
 
+/* The lanes of one group of the staged row, 16 / pps (pps 1, 2 or 4: the lanes are a power of
+ * two), and the group of item q when groups are lp lanes: shifts, since a run-time division sits
+ * on the staging's critical path. */
+__device__ __forceinline__ int dmv_i8_group_lanes(int pps) { return 16 >> (__ffs(pps) - 1); }
+__device__ __forceinline__ int dmv_i8_group(int q, int lp) { return q >> (__ffs(lp) - 1); }
+
 /* The low bytes of four ints as one word (two byte permutes and a third to join them). */
 __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
     return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
@@ -88,7 +94,7 @@ __device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, i
     uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
 #pragma unroll
     for (int c = 0; c < 3; c++) dst[c * 16] = o.w[c];
-    if ((lane & (lp - 1)) == 0) ex[q >> (__ffs(lp) - 1)] = o.ex; /* lp: a power of two */
+    if ((lane & (lp - 1)) == 0) ex[dmv_i8_group(q, lp)] = o.ex;
 }
 
 /* The same into the shared memory of every block of the cluster (ranks 0..ncta-1), at the
@@ -97,7 +103,7 @@ __device__ __forceinline__ void dmv_i8_item_cluster(const float *v, int q, bool 
                                                     unsigned dig, unsigned ex, int ncta) {
     const DmvI8Digits o = dmv_i8_digits(v, lp);
     if (!valid) return;
-    const unsigned dst = dig + 8u * (unsigned)dmv_i8_word(q), ed = ex + 8u * (unsigned)(q >> (__ffs(lp) - 1));
+    const unsigned dst = dig + 8u * (unsigned)dmv_i8_word(q), ed = ex + 8u * (unsigned)dmv_i8_group(q, lp);
     const bool head = (lane & (lp - 1)) == 0;
     for (int r = 0; r < ncta; r++) {
 #pragma unroll

@@ -176,7 +176,7 @@ static __device__ __noinline__ void mv_span_arrive(const MvArgs &a, int span, in
         float v[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) v[k] = lane < 16 && e + k < n ? __ldcg(act + e + k) : 0.0f;
-        dmv_i8_item(v, q, lane < 16, 16 >> (__ffs(a.sf.pps) - 1), lane, a.sdig, a.sex); /* 16 / pps */
+        dmv_i8_item(v, q, lane < 16, dmv_i8_group_lanes(a.sf.pps), lane, a.sdig, a.sex);
     } else {
         auto x = [&](int e) { return e < n ? __ldcg(act + e) : 0.0f; };
         gcu_stage_spans(a.sf, x, span, span + 1, a.sxs, a.sxs + a.sf.kx, a.sxsum, lane, 32);
