@@ -307,8 +307,8 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
     d->defer_merge = c->defer_merge;
-    if (c->diag_window_mb > 0 && (long long)c->diag_window_mb * 65536 < a.nunits * a.unit_u4 / 2)
-        d->diag_window = (long long)c->diag_window_mb * 65536 / a.unit_u4 * a.unit_u4;
+    const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
+    if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
