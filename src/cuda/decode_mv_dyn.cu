@@ -93,7 +93,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
         if (j >= filled) feed(ring[j]);
 
     const bool dvalid = g < 3, xvalid = t == 0;
-    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const float2 *e0 = (const float2 *)m.isum;
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     /* the compute side: chunk ck of id cc, unit ci of the share */

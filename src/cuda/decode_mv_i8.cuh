@@ -15,7 +15,8 @@
  * the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No offset on the weights, so the
  * bias term is bias * sum(x) with the plain sum.
  *
- * Shared memory: digits at m.sx, [span][digit 3][t 4][i 4][8 bytes]: the 8 bytes of (i, t) are
+ * Shared memory: digits at m.sx, [span][half 2][digit 3][t 4][i 2][8 bytes] (i8_digits.cuh):
+ * the 8 bytes of (i, t) are
  * the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then {1,3,5,7} (rows 16+4t..),
  * the order in which the low and high nibbles of the weight word land in A. (E, sum x) per
  * group as float2 at m.isum (i8_digits.cuh: dmv_i8_item). */
@@ -75,14 +76,21 @@ static __device__ __forceinline__ void dmv_stage_i8(const DmvArgs &d, const DmvS
     dmv_stage_i8_from<false>(d, m, m.row);
 }
 
+/* The lane's digits in the staged row's first span (lane (g, t) reads digit column g < 3 of
+ * its items t; the other lanes read zeros in dmv_unit_i8). */
+__device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g, int t) {
+    return (const uint4 *)sx + (g < 3 ? g : 0) * 4 + t;
+}
+
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
- * dp: the lane's 32 bytes of digits for the span (column g < 3; others zero), ep: the span's
+ * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
+ * zero), ep: the span's
  * (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
  * t = 1, 0 else). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
                                             const float2 *ep, float cw, bool xvalid, float *acc) {
-    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[1] : z;
+    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
     const uint32_t M = 0x0F0F0F0Fu;
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {

@@ -16,8 +16,8 @@
 /* One unit from the ring (shared memory) into registers: k_dmv's mv_load_p, from shared. */
 template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane) {
-    s.a0 = up[2 * lane];
-    s.a1 = up[2 * lane + 1];
+    s.a0 = up[gcu_unit_u4(lane, 0)];
+    s.a1 = up[gcu_unit_u4(lane, 1)];
     if (KIND == GCU_KIND_Q) {
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;
@@ -221,7 +221,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     const float *xp = m.xsum + sp * PPS;
     /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
     const bool dvalid = g < 3;
-    const uint4 *d0 = (const uint4 *)m.sx + ((dvalid ? g : 0) * 4 + t) * 2;
+    const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;

@@ -10,6 +10,11 @@
 #include "cuda/gcu.cuh"
 
 #define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
+/* A span's digits are [half 2][digit 3][t 4][16 bytes]: half h holds items i = 2h, 2h + 1 (8
+ * bytes each) of lane t, so that the 12 lanes reading one half read 192 contiguous bytes, free of
+ * bank conflicts ([digit][t][i] put a lane's 32 bytes 32 apart: two passes per load) */
+#define DMV_I8_HALF_U4 12 /* 16-byte words from a half to the next */
+#define DMV_I8_DIGIT_U2 8 /* 8-byte words from digit c of an item to digit c + 1 */
 
 /* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
  * nibble positions e0 + {0,4,1,5,2,6,3,7} of span s = q / 16, word ow (the layout of gcu.cuh),
@@ -37,8 +42,8 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
     return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
-/* The digits of item q (its 8 values v, MLX 4-bit) as the three 8-byte words of the
- * [span][digit 3][t 4][i 4][8 bytes] layout (DMV_I8_SPAN_U4 words per span), and its group's
+/* The digits of item q (its 8 values v, MLX 4-bit) as the three 8-byte words of the span's
+ * layout above (DMV_I8_SPAN_U4 words per span), and its group's
  * (E, sum x). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive,
  * q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree.
  * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
@@ -77,11 +82,11 @@ __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
     return o;
 }
 
-/* Where item q's words go: the uint2 index of digit 0 from the row's start (digit c is 16
- * further on per c). */
+/* Where item q's words go: the uint2 index of digit 0 from the row's start (digit c is
+ * DMV_I8_DIGIT_U2 further on per c). */
 __device__ __forceinline__ int dmv_i8_word(int q) {
     const int s = q >> 4, i = (q >> 2) & 3, t = q & 3;
-    return s * DMV_I8_SPAN_U4 * 2 + t * 4 + i;
+    return s * DMV_I8_SPAN_U4 * 2 + (i >> 1) * DMV_I8_HALF_U4 * 2 + t * 2 + (i & 1);
 }
 
 /* dmv_i8_digits written at dig (digits) and ex (the groups' (E, sum), by each group's first
@@ -93,7 +98,7 @@ __device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, i
     if (!valid) return;
     uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
 #pragma unroll
-    for (int c = 0; c < 3; c++) dst[c * 16] = o.w[c];
+    for (int c = 0; c < 3; c++) dst[c * DMV_I8_DIGIT_U2] = o.w[c];
     if ((lane & (lp - 1)) == 0) ex[dmv_i8_group(q, lp)] = o.ex;
 }
 
@@ -107,7 +112,7 @@ __device__ __forceinline__ void dmv_i8_item_cluster(const float *v, int q, bool 
     const bool head = (lane & (lp - 1)) == 0;
     for (int r = 0; r < ncta; r++) {
 #pragma unroll
-        for (int c = 0; c < 3; c++) gcu_st_cluster(gcu_cluster_map(dst + 128u * c, (unsigned)r), o.w[c]);
+        for (int c = 0; c < 3; c++) gcu_st_cluster(gcu_cluster_map(dst + 8u * DMV_I8_DIGIT_U2 * c, (unsigned)r), o.w[c]);
         if (head) gcu_st_cluster(gcu_cluster_map(ed, (unsigned)r), make_uint2(__float_as_uint(o.ex.x), __float_as_uint(o.ex.y)));
     }
 }

@@ -2,12 +2,13 @@
  * re-layout at load (host side, into pinned chunks copied while the next chunk is laid out),
  * and random tiles generated on the device for synthetic models.
  *
- * Unit (rb, span), MLX nibble stream: lane (g, t) of the warp owns 32 bytes: 4 words of row
- * rb*16+g, then 4 words of row rb*16+g+8. Word i of lane t is the original word ow(t, i) of the
- * span, chosen so that the four lanes t = 0..3 holding word i all hold the same scale group
- * (an mma sums over those four lanes). After the 1024 bytes of words come the scale/bias pairs,
- * per g: row g's pieces, then row g+8's. Dense bf16 unit: lane (g, t) holds columns
- * span*32 + t*8 .. +8 of rows g and g+8. */
+ * Unit (rb, span), MLX nibble stream: lane (g, t) of the warp owns two 16-byte words, 4 words
+ * of row rb*16+g and 4 words of row rb*16+g+8, at gcu_unit_u4(lane, 0) and (lane, 1). Word i
+ * of lane t is the original word ow(t, i) of the span, chosen so that the four lanes t = 0..3
+ * holding word i all hold the same scale group (an mma sums over those four lanes). After the
+ * 1024 bytes of words come the scale/bias pairs, per g: row g's pieces, then row g+8's. Dense
+ * bf16 unit: lane (g, t) holds columns span*32 + t*8 .. +8 of rows g and g+8, in the same two
+ * words. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,7 +110,7 @@ static void tile_unit_q(const gcu_mat *M, const gcu_rowsrc rs[16], int s, uint8_
             const uint32_t *row = r->m ? (const uint32_t *)r->m->data + r->r * words : NULL;
             for (int i = 0; i < 4; i++) {
                 int64_t ow = (int64_t)s * 16 + word_of(f->gn, t, i);
-                w[lane * 8 + half * 4 + i] = row && ow < words ? row[ow] : 0u;
+                w[gcu_unit_u4(lane, half) * 4 + i] = row && ow < words ? row[ow] : 0u;
             }
         }
     }
@@ -147,7 +148,7 @@ static void tile_unit_dense(const gcu_rowsrc rs[16], int s, uint8_t *dst) {
             const uint16_t *row = r->m ? (const uint16_t *)r->m->data + r->r * r->m->cols : NULL;
             for (int e = 0; e < 8; e++) {
                 int64_t c = (int64_t)s * 32 + t * 8 + e;
-                o[lane * 16 + half * 8 + e] = row && c < r->m->cols ? row[c] : 0;
+                o[gcu_unit_u4(lane, half) * 8 + e] = row && c < r->m->cols ? row[c] : 0;
             }
         }
     }

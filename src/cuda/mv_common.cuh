@@ -70,8 +70,8 @@ struct MvSlot {
 template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane,
                                           uint64_t pol) {
-    s.a0 = mv_ld(up + 2 * lane, pol);
-    s.a1 = mv_ld(up + 2 * lane + 1, pol);
+    s.a0 = mv_ld(up + gcu_unit_u4(lane, 0), pol);
+    s.a1 = mv_ld(up + gcu_unit_u4(lane, 1), pol);
     if (KIND == GCU_KIND_Q) {
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;
