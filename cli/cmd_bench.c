@@ -219,16 +219,22 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
     emit(out, "\ntimeline @ ctx %d: %.1f us from the first kernel's start to the head's end "
               "(us per launch, mean of 8 tokens; relative to the previous kernel's last block end; for "
               "attention, the last loop start is when the last block's tiles were done and the block "
-              "phases are wait / q and tiles / partials and merge, over the blocks that work)\n\n"
+              "phases are wait / q and tiles (q preparation + first tile's wait + the tiles' math) / "
+              "partials and merge, over the blocks that work)\n\n"
               "| kernel | launches | step (share of token) | first block start | past PDL wait | "
               "run after wait | block-end spread | last loop start | block: wait / prologue / loop | "
               "step x launches |\n"
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
     for (int i = 0; i < n; i++) {
-        char last[32] = "", ph[64] = ""; /* decode matvecs and attention only */
+        char last[32] = "", ph[96] = ""; /* decode matvecs and attention only */
         if (rows[i].loop_us > 0) {
             snprintf(last, sizeof last, "%.2f", rows[i].loop_last_us);
-            snprintf(ph, sizeof ph, "%.2f / %.2f / %.2f", rows[i].wait_us, rows[i].pro_us, rows[i].loop_us);
+            if (rows[i].q_us > 0 || rows[i].tile_us > 0) /* attention */
+                snprintf(ph, sizeof ph, "%.2f / %.2f (%.2f + %.2f + %.2f) / %.2f", rows[i].wait_us, rows[i].pro_us,
+                         rows[i].q_us, rows[i].tile_us, rows[i].pro_us - rows[i].q_us - rows[i].tile_us,
+                         rows[i].loop_us);
+            else
+                snprintf(ph, sizeof ph, "%.2f / %.2f / %.2f", rows[i].wait_us, rows[i].pro_us, rows[i].loop_us);
         }
         emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f (%.1f%%) |\n",
              rows[i].name, rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].release_us,

@@ -633,6 +633,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
+    if (a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
@@ -643,6 +644,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
             at_tile_wait(0);
         }
+        if (a.tl && tid == 0 && tile0 == my0) tl_t[4] = gcu_tl_now(); /* the first tile is in */
         if (mma) {
             /* the tensor cores read whole tiles: the newest key and value from this block's
              * copies, rows past the split's end zero (stale rows could hold NaNs, and 0 x NaN
@@ -787,12 +789,16 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
 }
 
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
-    __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, tiles done */
+    /* timeline: start, past the wait, tiles done, q ready, the first tile in */
+    __shared__ unsigned long long tl_t[5];
     gcu_tl_mark(a.tl, GCU_TL_START);
-    if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = 0;
+    if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
     at_body(a, f, has_f, fused, tl_t);
     gcu_tl_block_end(a.tl);
-    if (a.tl && threadIdx.x == 0 && tl_t[2]) gcu_tl_phases(a.tl, tl_t); /* the blocks that worked */
+    if (a.tl && threadIdx.x == 0 && tl_t[2]) { /* the blocks that worked */
+        gcu_tl_phases(a.tl, tl_t);
+        gcu_tl_att_parts(a.tl, tl_t);
+    }
 }
 
 extern "C" glim_status gcu_attn_init(glim_error *err) {

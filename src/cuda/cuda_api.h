@@ -176,6 +176,10 @@ typedef struct gcu_tl_row {
      * when the last block's tiles were done, and the means over its working blocks of waiting,
      * q and the tiles, the partials and merge to the block's end (else 0) */
     double loop_last_us, wait_us, pro_us, loop_us;
+    /* attention: of pro_us, the q preparation (past the wait to q ready for the tiles) and the
+     * first tile's wait (its keys and values in shared memory); the rest is the tiles' scores,
+     * softmax and weighted values (else 0) */
+    double q_us, tile_us;
 } gcu_tl_row;
 int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,
                  glim_error *err);

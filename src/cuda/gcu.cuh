@@ -331,10 +331,13 @@ __device__ __forceinline__ void gcu_pdl_trigger() {
  * first block past the PDL wait, the first block's end, the last block's end; for the decode
  * matvec also the last block's loop start and, summed over blocks, the time each spent waiting
  * (start to past the wait), in its prologue (past the wait to its loop), in its loop (to its
- * end), and the number of blocks. */
+ * end), and the number of blocks; for attention, of its prologue (q and the tiles) the sums of
+ * the q preparation (past the wait to q ready) and of the first tile's wait (q ready to the
+ * tile in shared memory). */
 enum {
     GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_LOOP_LAST = 4,
-    GCU_TL_WAIT_SUM = 5, GCU_TL_PRO_SUM = 6, GCU_TL_LOOP_SUM = 7, GCU_TL_NBLK = 8, GCU_TL_FIELDS = 9
+    GCU_TL_WAIT_SUM = 5, GCU_TL_PRO_SUM = 6, GCU_TL_LOOP_SUM = 7, GCU_TL_NBLK = 8, GCU_TL_Q_SUM = 9,
+    GCU_TL_TILE_SUM = 10, GCU_TL_FIELDS = 11
 };
 __device__ __forceinline__ unsigned long long gcu_tl_now() {
     unsigned long long t;
@@ -363,6 +366,13 @@ __device__ __forceinline__ void gcu_tl_phases(unsigned long long *tl, const unsi
     atomicAdd(tl + GCU_TL_PRO_SUM, t[2] - t[1]);
     atomicAdd(tl + GCU_TL_LOOP_SUM, now - t[2]);
     atomicAdd(tl + GCU_TL_NBLK, 1ull);
+}
+/* Attention's parts of its prologue (thread 0; t: start, past the wait, tiles done, q ready,
+ * first tile in; the last two 0 when not reached). */
+__device__ __forceinline__ void gcu_tl_att_parts(unsigned long long *tl, const unsigned long long *t) {
+    if (!tl || threadIdx.x != 0 || !t[3] || !t[4]) return;
+    atomicAdd(tl + GCU_TL_Q_SUM, t[3] - t[1]);
+    atomicAdd(tl + GCU_TL_TILE_SUM, t[4] - t[3]);
 }
 /* Asynchronous prefetch of [p, p+bytes) into L2 (bytes a multiple of 16, p 16-aligned). */
 __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {

@@ -7,7 +7,8 @@
  * the price of a kernel boundary. For the decode matvec it adds the block means of waiting,
  * prologue (rows, norms, staging) and loop, and when the last block started its loop; for
  * attention (sliding and full layers apart) the means over its working blocks of waiting, q and
- * the tiles, then the partials and the merge, and when the last block's tiles were done. The
+ * the tiles (of which the q preparation and the first tile's wait), then the partials and the
+ * merge, and when the last block's tiles were done. The
  * in-kernel phase stamps of --profile time kernels alone; this times them in place, with PDL
  * overlap. */
 #include <stdio.h>
@@ -49,7 +50,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
     s->tl_kind = NULL;
     if (st != GLIM_OK) goto out;
     {
-        double sum[GCU_TLK_N][9];
+        double sum[GCU_TLK_N][11];
         int cnt[GCU_TLK_N];
         memset(sum, 0, sizeof sum);
         memset(cnt, 0, sizeof cnt);
@@ -86,6 +87,8 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                         a[6] += (double)t[GCU_TL_WAIT_SUM] / nb;
                         a[7] += (double)t[GCU_TL_PRO_SUM] / nb;
                         a[8] += (double)t[GCU_TL_LOOP_SUM] / nb;
+                        a[9] += (double)t[GCU_TL_Q_SUM] / nb; /* attention only, else 0 */
+                        a[10] += (double)t[GCU_TL_TILE_SUM] / nb;
                     }
                     cnt[kind[i]]++;
                 }
@@ -111,6 +114,8 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                 w->wait_us = sum[k][6] / cnt[k] / 1e3;
                 w->pro_us = sum[k][7] / cnt[k] / 1e3;
                 w->loop_us = sum[k][8] / cnt[k] / 1e3;
+                w->q_us = sum[k][9] / cnt[k] / 1e3;
+                w->tile_us = sum[k][10] / cnt[k] / 1e3;
             }
         }
     }
