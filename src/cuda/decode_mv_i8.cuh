@@ -16,9 +16,9 @@
  * bias term is bias * sum(x) with the plain sum.
  *
  * Shared memory: digits at m.sx, [span][half 2][digit 3][t 4][i 2][8 bytes] (i8_digits.cuh):
- * the 8 bytes of (i, t) are
- * the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then {1,3,5,7} (rows 16+4t..),
- * the order in which the low and high nibbles of the weight word land in A. (E, sum x) per
+ * the 8 bytes of (i, t) are the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then
+ * {1,3,5,7} (rows 16+4t..), the order in which the low and high nibbles of the weight word land
+ * in A. (E, sum x) per
  * group as float2 at m.isum (i8_digits.cuh: dmv_i8_item). */
 
 /* Stages the fp32 row src (m.row in shared memory, or with GSRC the raw input in global memory)
@@ -84,8 +84,7 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
 
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
  * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
- * zero), ep: the span's
- * (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
+ * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
  * t = 1, 0 else). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,

@@ -9,7 +9,7 @@
 
 #include "cuda/gcu.cuh"
 
-#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 3 x 4 x 32 bytes */
+#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 2 halves x 3 digits x 4 t x 16 bytes */
 /* A span's digits are [half 2][digit 3][t 4][16 bytes]: half h holds items i = 2h, 2h + 1 (8
  * bytes each) of lane t, so that the 12 lanes reading one half read 192 contiguous bytes, free of
  * bank conflicts ([digit][t][i] put a lane's 32 bytes 32 apart: two passes per load) */

@@ -8,9 +8,8 @@
  * prologue (rows, norms, staging) and loop, and when the last block started its loop; for
  * attention (sliding and full layers apart) the means over its working blocks of waiting, q and
  * the tiles (of which the q preparation and the first tile's wait), then the partials and the
- * merge, and when the last block's tiles were done. The
- * in-kernel phase stamps of --profile time kernels alone; this times them in place, with PDL
- * overlap. */
+ * merge, and when the last block's tiles were done. The in-kernel phase stamps of --profile time
+ * kernels alone; this times them in place, with PDL overlap. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
