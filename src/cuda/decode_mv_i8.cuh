@@ -84,8 +84,8 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
 
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
  * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
- * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1 (2^-7 for t = 0, 2^-21 for
- * t = 1, 0 else). */
+ * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1
+ * (2^-7 for t = 0, 2^-21 for t = 1, 0 else). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
                                             const float2 *ep, float cw, bool xvalid, float *acc) {
