@@ -200,8 +200,10 @@ static void matvec_swiglu_softcap(void) {
 static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtype sdt, int pro,
                          int epi, int centered, int ring, int mode) {
     const int i8 = (mode >= 1 && mode <= 3) || (mode >= 6 && mode != 10), dyn = mode == 2 || mode == 3;
-    const int max_blocks = mode == 3 ? 3 : 0, defer_merge = mode >= 7, cluster = mode == 8 || mode == 9 || mode == 11 ? 2 : 1;
-    const int block_rows = mode >= 9, cluster_rows = mode == 11, front_rows = mode == 12;
+    const int max_blocks = mode == 3 ? 3 : 0, defer_merge = mode >= 7;
+    const int cluster = mode == 8 || mode == 9 || mode == 11 || mode == 13 ? 2 : 1;
+    const int block_rows = mode >= 9, cluster_rows = mode == 11 || mode == 13, front_rows = mode == 12;
+    const int own_stage = mode == 13;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
     const int late_ring = tma ? (ring + 1) % 4 : ring <= 4 ? ring - 2 : 0;
@@ -231,14 +233,16 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     }
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
-                      max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows, cluster_rows, front_rows};
+                      max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows, cluster_rows, front_rows,
+                      own_stage};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[400];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d (first requested: late_ring %d)%s%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
              epi, centered ? "centred" : "plain", ring, late_ring,
-             cluster_rows ? ", whole row blocks per cluster of 2" : front_rows ? ", whole row blocks per block, leftovers to the first" : block_rows ? ", whole row blocks per block" : defer_merge ? ", split first row block's arrival deferred" : "",
+             own_stage ? ", whole row blocks per cluster of 2, each block staging its own row"
+             : cluster_rows ? ", whole row blocks per cluster of 2" : front_rows ? ", whole row blocks per block, leftovers to the first" : block_rows ? ", whole row blocks per block" : defer_merge ? ", split first row block's arrival deferred" : "",
              cluster == 2 ? ", staging shared by clusters of 2" : "",
              !(i8 && bits == 4 && group <= 64) ? "" : !dyn ? ", integer path" : max_blocks ? ", integer path, chunks over 3 blocks" : ", integer path, chunks",
              !tma ? "" : ring == 4 ? (tma_chunk == 2 ? ", shared-memory ring of as many 2-unit slots as fit" : ", shared-memory ring of as many units as fit")
@@ -265,9 +269,10 @@ static void decode_matvec(void) {
      * row blocks per block, split ones merged in shared memory (GLIM_CUDA_BLOCK_ROWS); 10: 5
      * (bf16 hi/lo) with whole row blocks per block; 11: 9 with the row blocks owned by the
      * cluster, merged through distributed shared memory (GLIM_CUDA_CLUSTER_ROWS); 12: 9 with the
-     * leftover row blocks on the first blocks (GLIM_CUDA_FRONT_ROWS). Shapes with fewer row
-     * blocks than SMs and blocks with fewer units than warps are among them. */
-    for (int mode = 0; mode < 13; mode++)
+     * leftover row blocks on the first blocks (GLIM_CUDA_FRONT_ROWS); 13: 11 with each block
+     * staging its whole row (GLIM_CUDA_CLUSTER_OWN_STAGE). Shapes with fewer row blocks than SMs
+     * and blocks with fewer units than warps are among them. */
+    for (int mode = 0; mode < 14; mode++)
     for (int ring = 2; ring <= (mode == 1 ? 6 : 4); ring++) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
@@ -299,7 +304,8 @@ static void decode_matvec(void) {
  * block per SM (an H200 holds 30: 120 SMs), and then only say so. block_rows: the same with
  * whole row blocks per block (GLIM_CUDA_BLOCK_ROWS), whose shares also come from the grid
  * without clusters. */
-static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi, int block_rows) {
+static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi, int block_rows,
+                                  int own_stage) {
     const int swiglu = epi == GCU_EPI_SWIGLU;
     hmat W = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f), U;
     if (swiglu) U = make_mat(rows, K, 4, group, GLIM_DT_BF16, 0.1f);
@@ -309,13 +315,14 @@ static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int grou
     const int cl[3] = {1, 2, 4};
     glim_status st[3];
     char what[200];
-    snprintf(what, sizeof what, "decode matvec %lldx%lld (input %lld wide) group %d input %d epi %d%s", (long long)rows,
-             (long long)K, (long long)kin, group, pro, epi, block_rows ? ", whole row blocks per block" : "");
+    snprintf(what, sizeof what, "decode matvec %lldx%lld (input %lld wide) group %d input %d epi %d%s%s", (long long)rows,
+             (long long)K, (long long)kin, group, pro, epi, block_rows ? ", whole row blocks per block" : "",
+             own_stage ? ", each block staging its own row" : "");
     for (int i = 0; i < 3; i++) {
         out[i] = malloc(sizeof(float) * rows);
         hh[i] = malloc(sizeof(float) * K);
         gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
-                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0};
+                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage};
         glim_error err;
         st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
         if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
@@ -343,8 +350,10 @@ static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int grou
 }
 
 static void check_cluster_bits(int64_t rows, int64_t K, int64_t kin, int group, int pro, int epi) {
-    check_cluster_bits_of(rows, K, kin, group, pro, epi, 0);
-    check_cluster_bits_of(rows, K, kin, group, pro, epi, 1);
+    for (int own = 0; own < 2; own++) {
+        check_cluster_bits_of(rows, K, kin, group, pro, epi, 0, own);
+        check_cluster_bits_of(rows, K, kin, group, pro, epi, 1, own);
+    }
 }
 
 static void decode_matvec_cluster_bits(void) {
@@ -385,7 +394,7 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0};
+                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];

@@ -96,6 +96,16 @@ typedef struct gcu_options {
                       blocks that share its prologue's staging, each block staging 1/n of the
                       19968-wide row into every block's shared memory (GLIM_CUDA_CLUSTER, 2;
                       1: none; up to 8 where that many fit one block per SM: an H200 fits 2) */
+    int cluster_products; /* the products that run in those clusters, a mask as block_rows's
+                             (GLIM_CUDA_CLUSTER_PRODUCTS, 8: down; session 9 measured sharing
+                             the 6656-wide stagings slower) */
+    int cluster_own_stage; /* the products (mask) whose blocks, in clusters, stage the whole
+                              row each, the cluster only owning row blocks together
+                              (cluster_rows): fewer, larger owners for a better balance where
+                              row blocks are few (qkvg's 544 and o_proj's 416 on 132 SMs: 5
+                              and 4 per block against means of 4.1 and 3.2), without the peers'
+                              staging barrier (GLIM_CUDA_CLUSTER_OWN_STAGE, 0; not yet
+                              measured) */
     int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
                       path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
                       measured slower, bench/RESULTS.md v11) */
@@ -229,6 +239,7 @@ typedef struct gcu_test_dmv {
     int block_rows;              /* gcu_dmv_call.block_rows */
     int cluster_rows;            /* gcu_dmv_call.cluster_rows */
     int front_rows;              /* gcu_dmv_call.front_rows */
+    int cluster_own_stage;       /* gcu_dmv_call.cluster_own_stage */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -411,6 +411,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
+    d->stage_cta = c->cluster_own_stage ? 1 : d->cluster;
     d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
     d->front = c->front_rows;
     *fn_out = fn;
@@ -485,7 +486,7 @@ extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsign
         d->tchunk = chunk;
         d->tring_off = ring_off;
         d->bblocks = b < c[i].m->nrb ? b : c[i].m->nrb;
-        d->cluster = 1;
+        d->cluster = d->stage_cta = 1;
         d->front = c[i].front_rows;
     }
     if (s != GLIM_OK) return s;
@@ -555,6 +556,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->tma_chunk = p->tma_chunk;
     c->defer_merge = p->defer_merge;
     c->cluster = p->cluster;
+    c->cluster_own_stage = p->cluster_own_stage;
     c->block_rows = p->block_rows;
     c->cluster_rows = p->cluster_rows;
     c->front_rows = p->front_rows;

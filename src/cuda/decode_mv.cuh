@@ -45,8 +45,9 @@ struct DmvArgs {
                       * blocks (0: stream-K over all warps) */
     int cluster_rows; /* with bblocks: clusters of `cluster` blocks own the row blocks */
     int front;        /* with bblocks: the leftover row blocks go to the first owners */
-    int cluster; /* k_dmv_tma, integer path staged in the kernel: blocks per cluster sharing the
-                  * staging (1: none) */
+    int cluster; /* k_dmv_tma, integer path staged in the kernel: blocks per cluster (1: none) */
+    int stage_cta; /* of those, the blocks that share the staging (cluster, or 1 with
+                    * gcu_dmv_call.cluster_own_stage) */
     const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits
                                    * (gcu_dmv_call.pre_dig), copied into shared memory whole */
     /* k_dmv_tma, a timing diagnostic (gcu_dmv_call.diag_window_mb): each warp's weights are read

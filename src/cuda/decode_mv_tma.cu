@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     if (ring_at == 0) request_ring(0, S);
     if (ring_at == 3) request_ring(0, 1);
     __syncwarp();
-    /* a cluster shares the staging (d.cluster > 1: the integer path, staged here): announce
+    /* a cluster shares the staging (d.stage_cta > 1: the integer path, staged here): announce
      * this block's start; the peers wait for it before their first store into its memory */
-    const int ncta = I8 && !pre ? d.cluster : 1;
+    const int ncta = I8 && !pre ? d.stage_cta : 1;
     const int crank = ncta > 1 ? (int)gcu_cluster_rank() : 0;
     if (ncta > 1) gcu_cluster_arrive_relaxed();
 

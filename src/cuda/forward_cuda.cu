@@ -77,6 +77,8 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 9: down's prologue 5.7 -> 4.6 us (run 1 timeline), 152.6 against 151.2 tok/s
      * (run 2, one process) */
     o.cluster = env_int("GLIM_CUDA_CLUSTER", 2);
+    o.cluster_products = env_int("GLIM_CUDA_CLUSTER_PRODUCTS", 8);
+    o.cluster_own_stage = env_int("GLIM_CUDA_CLUSTER_OWN_STAGE", 0);
     /* session 11, run 2 (one process): 163.7 tok/s for every product against 150.9 with none
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
@@ -818,13 +820,15 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.fence_sc = g->opt.fence_sc;
     c.defer_merge = g->opt.defer_merge;
     c.diag_window_mb = g->opt.diag_window_mb;
-    /* down only: its 19968-wide input is the one whose staging a cluster shortens (session 9,
-     * run 1, clusters of 2: down's prologue 5.7 -> 4.6 us; the 6656-wide RESID prologues 0.3-0.9
-     * us longer and o_proj's 0.8, the peer barrier costing more than the half it saves) */
-    c.cluster = src == s->act ? g->opt.cluster : 1;
     c.stamps = s->prof_stamps;
     const int kind = M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                      : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG;
+    /* by default down only: its 19968-wide input is the one whose staging a cluster shortens
+     * (session 9, run 1, clusters of 2: down's prologue 5.7 -> 4.6 us; the 6656-wide RESID
+     * prologues 0.3-0.9 us longer and o_proj's 0.8, the peer barrier costing more than the half
+     * it saves). cluster_own_stage keeps the clusters' row ownership without that barrier. */
+    c.cluster = (g->opt.cluster_products & dmv_product_bit(kind)) ? g->opt.cluster : 1;
+    c.cluster_own_stage = (g->opt.cluster_own_stage & dmv_product_bit(kind)) != 0;
     c.tl = gcu_tl_take(s, kind);
     c.block_rows = (g->opt.block_rows & dmv_product_bit(kind)) != 0;
     c.cluster_rows = g->opt.cluster_rows;

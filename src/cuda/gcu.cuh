@@ -195,6 +195,9 @@ typedef struct gcu_dmv_call {
                                   per cluster that share it, each staging 1/cluster of the row
                                   into all (0, 1: none; more than 8 or clusters that cannot all
                                   be resident: none, said once on stderr) */
+    int cluster_own_stage;     /* with cluster > 1: each block stages its whole row itself, the
+                                  cluster only owning row blocks together (cluster_rows): the
+                                  balance of larger owners without the peers' staging barrier */
     int diag_window_mb;        /* k_dmv_tma: weights read from this many MB at the matrix's start
                                   (DmvArgs.diag_window; timing only, the products are wrong);
                                   0: off */
