@@ -1,23 +1,24 @@
 #!/bin/sh
-# next_call.sh (written by session 15 for the next GPU session's first device call): checks the
-# timeline's new attention parts (8495200, not yet run on a GPU), measures
-# bench/wip/late_gains.patch against the default in alternating processes, and reruns the GPU
-# tests with the patch applied (it must change no bit). Run it from the repository root on the
-# device with `carry` [".deps", "build/src/cuda"] after `git apply bench/wip/late_gains.patch`
-# and `make -j2 all` here; revert the patch afterwards unless it is kept.
+# next_call.sh (session 16, for the next GPU session; replaces session 15's): the first device
+# call. Checks and measures what sessions 15-16 could not run:
+#   - bench/wip/paired_groups.patch (the integer path's unit scales two groups per conversion:
+#     new bits, so the GPU tests must pass against the CPU, and an A/B against main),
+#   - bench/wip/late_gains.patch's switch (GLIM_CUDA_LATE_GAINS=1; next_call2.sh measures it),
+#   - main's clusters for qkvg / o_proj (GLIM_CUDA_CLUSTER_PRODUCTS, GLIM_CUDA_CLUSTER_OWN_STAGE:
+#     check_decode mode 13, the cluster-bits test and two forward settings of gpu_check.sh),
+#   - the timeline's split of attention's q-and-tiles phase (8495200).
+# Before the call, here (the repository root):
+#   git worktree add build/oldtree HEAD && rm build/oldtree/.git && git worktree prune
+#   git apply bench/wip/paired_groups.patch bench/wip/late_gains.patch && make -j2 all
+# then run this with `carry` [".deps", "build/src/cuda", "build/oldtree"] (old = main, new =
+# main with both patches). Revert the patches afterwards unless they are kept.
 cd "$(dirname "$0")/../.." || exit 1
 export OUT
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
 KEEP_BUILD=1 OUT=$OUT/check sh bench/gpu_check.sh tests > /dev/null 2>&1
 grep -E "tests:|FAIL" $OUT/check/summary.txt | head
-: > $OUT/e.md
-timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1
-for v in - GLIM_CUDA_LATE_GAINS=1 - GLIM_CUDA_LATE_GAINS=1; do
-  envs=$(echo "$v" | tr ',' ' '); [ "$v" = - ] && envs=
-  printf '\ndecode with %s:\n\n' "$v" >> $OUT/e.md
-  env $envs timeout 100 build/glimmer bench --synthetic --prompt 0 --timeline -n 32 --out $OUT/e.md > $OUT/b.log 2>&1 || { echo "bench $v rc=$?"; tail -5 $OUT/b.log; }
-  echo "$v: $(grep -E '^\| decode' $OUT/e.md | tail -3 | awk -F'|' '{printf "%s %s; ", $3, $7}')"
-done
+grep -B3 "^FAIL" $OUT/check/tests.log | head -20
+sh bench/ab_decode.sh old new old new new,GLIM_CUDA_DIAG_WINDOW=4 old,GLIM_CUDA_DIAG_WINDOW=4
 # the attention rows: wait / q and tiles (q + first tile + math) / merge; the three parts must
-# add up to the q-and-tiles figure
+# add up to the q-and-tiles figure (~6.2 us at context 0)
 grep -E "^\| attention" $OUT/e.md | head -6
