@@ -425,6 +425,19 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
+/* The flag release (GLIM_CUDA_FLAG_WAIT=1: o_proj -> gate/up -> down -> next qkvg or the head
+ * released by counters in global memory instead of the PDL wait) changes only when a kernel
+ * may go on, never what it computes: every decoded token's logits equal the PDL wait's bit for
+ * bit, and the flag waits really ran (their launch count; 3 per layer and token, so at least
+ * n_layers). */
+static void flag_bits_of(const char *name, glim_synth_spec spec) {
+    static const char *const names[] = {"GLIM_CUDA_FLAG_WAIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_PDL"};
+    static const char *const off[] = {"0", "1", "1", "1", "0", "1"};
+    static const char *const on[] = {"1", "1", "1", "1", "0", "1"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 6, names, off, on, gcu_dmv_flag_count, spec.n_layers);
+}
+
 static void chain_bits(void) {
     NEED_GPU();
     glim_synth_spec s = glim_synth_tiny(); /* groups of 32 (4 parts per span), rows < SMs */
@@ -445,6 +458,27 @@ static void chain_bits(void) {
     s.sliding_window = 16;
     s.seed = 11;
     chain_bits_of("chain_wide", s);
+}
+
+static void flag_bits(void) {
+    NEED_GPU();
+    glim_synth_spec s = glim_synth_tiny(); /* groups of 32, rows < SMs: blocks cut to nrb */
+    s.bits = 4;
+    s.seed = 5;
+    flag_bits_of("flag_tiny", s);
+    s = glim_synth_tiny(); /* groups of 64, gate/up's row blocks past the SMs, a 1408-wide down */
+    s.bits = 4;
+    s.group_size = 64;
+    s.hidden_size = 512;
+    s.intermediate_size = 1408;
+    s.n_layers = 3;
+    s.n_heads = 8;
+    s.n_kv_heads = 2;
+    s.head_dim = 64;
+    s.vocab_size = 4160;
+    s.sliding_window = 16;
+    s.seed = 13;
+    flag_bits_of("flag_wide", s);
 }
 
 static int is_file(const char *p) {
@@ -483,6 +517,7 @@ int main(void) {
     RUN(random_mlx4);
     RUN(random_mlx8_wide);
     RUN(chain_bits);
+    RUN(flag_bits);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

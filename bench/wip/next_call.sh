@@ -6,6 +6,8 @@
 #   - bench/wip/late_gains.patch's switch (GLIM_CUDA_LATE_GAINS=1; next_call2.sh measures it),
 #   - main's clusters for qkvg / o_proj (GLIM_CUDA_CLUSTER_PRODUCTS, GLIM_CUDA_CLUSTER_OWN_STAGE:
 #     check_decode mode 13, the cluster-bits test and two forward settings of gpu_check.sh),
+#   - main's flag release (GLIM_CUDA_FLAG_WAIT: test_cuda_forward's flag_bits, bit for bit
+#     against the PDL wait, and a forward setting of gpu_check.sh),
 #   - the timeline's split of attention's q-and-tiles phase (8495200).
 # Before the call, here (the repository root):
 #   git worktree add build/oldtree HEAD && rm build/oldtree/.git && git worktree prune

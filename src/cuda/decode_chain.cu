@@ -26,29 +26,10 @@
  * gives up with a trap after 10 s rather than hang if another process held SMs. */
 #include "cuda/decode_mv_tma.cuh"
 
-/* The grid barrier between two steps, in two halves: a block arrives as soon as its step's
- * writes are done (count += 1 with release semantics, after a block barrier: the writes of all
- * its threads go before it) and waits only when it needs the others' (the next step's input),
- * its next arguments and gains loaded in between. The count is left at steps * gridDim.x. */
-__device__ __forceinline__ void chain_arrive(unsigned *bar) {
-    __syncthreads();
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
-}
-__device__ __forceinline__ void chain_wait(unsigned *bar, unsigned target) {
-    if (threadIdx.x == 0) {
-        const unsigned long long t0 = gcu_tl_now();
-        unsigned v, spins = 0;
-        for (;;) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-            if (v >= target) break;
-            /* every block of the grid must be resident at once (one per SM): 10 s without the
-             * others means they never will be (another process's kernels hold SMs) */
-            if (++spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
-        }
-    }
-    __syncthreads();
-}
-
+/* The grid barrier between two steps is dmv_grid_arrive / dmv_grid_wait (decode_mv_tma.cuh):
+ * a block arrives as soon as its step's writes are done and waits only when it needs the
+ * others' (the next step's input), its next arguments and gains loaded in between. The count is
+ * left at steps * gridDim.x. */
 template <int PPS, bool SBF32>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_constant__ DmvChain c) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -113,7 +94,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         float wa[TMA_JM], wo[TMA_JM];
         if (rows) tma_load_gains(d, wa, wo);
         if (i == 0) gcu_pdl_wait();
-        else chain_wait(c.bar, (unsigned)i * gridDim.x); /* also: this block is done with the
+        else dmv_grid_wait(c.bar, (unsigned)i * gridDim.x); /* also: this block is done with the
                                                             previous step's staging and merge */
         gcu_tl_mark(d.tl, GCU_TL_RELEASE);
         if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
@@ -136,7 +117,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
                                                 });
         tma_block_merge(d.mv, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16,
                         bu0, bun, keep0, keep1, lane, warp, 1);
-        if (i + 1 < c.n) chain_arrive(c.bar);
+        if (i + 1 < c.n) dmv_grid_arrive(c.bar);
         gcu_tl_block_end(d.tl);
         gcu_tl_phases(d.tl, tl_t);
     }

@@ -414,9 +414,38 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->stage_cta = c->cluster_own_stage ? 1 : d->cluster;
     d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
     d->front = c->front_rows;
+    /* the flag release (dmv_flag_wait): only k_dmv_tma arrives and waits on a slot, and a
+     * boundary whose one side ignored it would hang the other */
+    if ((c->flag_arrive || c->flag_wait) && !sm)
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: a flag release (GLIM_CUDA_FLAG_WAIT) needs the "
+                         "shared-memory ring, which this call does not run on");
+    if (c->flag_wait && c->flag_need < 1)
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: a flag wait for %d blocks", c->flag_need);
+    d->flag_arrive = c->flag_arrive;
+    d->flag_wait = c->flag_wait;
+    d->flag_need = (unsigned)c->flag_need;
     *fn_out = fn;
     return GLIM_OK;
 }
+
+extern "C" int gcu_dmv_blocks(const gcu_dmv_call *c) {
+    const void *fn;
+    DmvArgs d;
+    int blocks;
+    size_t smem;
+    glim_error err;
+    gcu_dmv_call plain = *c; /* the flags themselves do not change the plan */
+    plain.flag_arrive = plain.flag_wait = NULL;
+    return dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) == GLIM_OK ? blocks : 0;
+}
+
+extern "C" int gcu_dmv_flags_ok(const gcu_dmv_call *c) {
+    int slots, off, chunk;
+    return gcu_dmv_blocks(c) > 0 && dmv_tma_plan(c, &slots, &off, &chunk) > 0;
+}
+
+static long flag_count; /* launches enqueued with a flag wait (gcu_dmv_flag_count) */
+extern "C" long gcu_dmv_flag_count(void) { return flag_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -426,9 +455,11 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     glim_status s = dmv_plan(c, &fn, &d, &blocks, &smem, err);
     if (s != GLIM_OK) return s;
     void *args[] = {&d};
-    return gcu_check(gcu_launch_cluster(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl,
-                                        d.cluster, args),
-                     "decode matvec launch", err);
+    s = gcu_check(gcu_launch_cluster(fn, dim3((unsigned)blocks), dim3(DMV_THREADS), smem, st, c->pdl, d.cluster,
+                                     args),
+                  "decode matvec launch", err);
+    if (s == GLIM_OK && d.flag_wait) flag_count++;
+    return s;
 }
 
 /* The chain's shared memory (DmvChain): the largest step's staging from offset 0, the split

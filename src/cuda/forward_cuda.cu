@@ -79,6 +79,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.cluster = env_int("GLIM_CUDA_CLUSTER", 2);
     o.cluster_products = env_int("GLIM_CUDA_CLUSTER_PRODUCTS", 8);
     o.cluster_own_stage = env_int("GLIM_CUDA_CLUSTER_OWN_STAGE", 0);
+    o.flag_wait = env_int("GLIM_CUDA_FLAG_WAIT", 0);
     /* session 11, run 2 (one process): 163.7 tok/s for every product against 150.9 with none
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
@@ -369,6 +370,7 @@ extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
 
 static int fast_fits(const gcu_model *g);
 static int chain_fits(gcu_session *s);
+static int flags_fit(gcu_session *s);
 
 static int ring_rows(const gcu_model *g, int l, int n_ctx) {
     if (g->is_full[l]) return n_ctx;
@@ -457,7 +459,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->dyn_cnt, s->act_dig};
+                    s->flag_slot, s->dyn_cnt, s->act_dig};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -525,6 +527,8 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
     DA(s->chain_bar, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
+    DA(s->flag_slot, 16);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->flag_slot, 0, 16), "memset", err);
     DA(s->dyn_cnt, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
     int max_span = 1;
@@ -535,6 +539,13 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
 #undef DA
     s->fast = g->opt.fast && fast_fits(g);
     s->chain = s->fast && g->opt.chain && chain_fits(s);
+    s->flags = s->fast && !s->chain && g->opt.flag_wait && g->opt.pdl && flags_fit(s);
+    if (g->opt.flag_wait && !s->flags && !s->chain) {
+        static int told;
+        if (!told++)
+            fprintf(stderr, "glimmer: GLIM_CUDA_FLAG_WAIT: this model's decode matvecs do not all run on the "
+                    "shared-memory ring (or PDL is off); their boundaries keep the PDL wait\n");
+    }
     if (g->opt.chain && !s->chain) {
         static int told;
         if (!told++)
@@ -885,6 +896,29 @@ static int chain_fits(gcu_session *s) {
     return 1;
 }
 
+/* Whether every decode boundary GLIM_CUDA_FLAG_WAIT releases can take a flag slot: each
+ * product on either side runs k_dmv_tma (gcu_dmv_flags_ok), for every layer's o_proj, gate/up,
+ * down and RESID qkvg, and the head (at session creation: no timeline slot is taken). */
+static int flags_fit(gcu_session *s) {
+    const gcu_model *g = s->m;
+    const int Hd = g->hidden;
+    for (int l = 0; l < g->L; l++) {
+        const gcu_layer *y = &g->layer[l];
+        gcu_dmv_call c[4] = {
+            dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->oout, Hd),
+            dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, s->h2, s->h, y->w_post_attn, y->w_pre_ffn,
+                     GCU_EPI_SWIGLU, s->act, g->inter),
+            dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->dout, Hd),
+            l + 1 < g->L ? dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, y->w_post_ffn,
+                                    g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g))
+                         : dmv_make(s, &g->head, GCU_PRO_RESID, Hd, s->dout, s->h, NULL, y->w_post_ffn, g->w_final,
+                                    GCU_EPI_SOFTCAP, s->logits, g->vocab)};
+        for (int i = 0; i < 4; i++)
+            if (!gcu_dmv_flags_ok(&c[i])) return 0;
+    }
+    return 1;
+}
+
 /* Layer l's chain (chain_fits said it has one), and the head after it if it could not join. */
 static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
     gcu_dmv_call c[4];
@@ -907,17 +941,26 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
     const int Hd = g->hidden, qr = qkvg_rows(g), hooked = s->hooks != NULL;
+    /* GLIM_CUDA_FLAG_WAIT: o_proj -> gate/up on slot 0, gate/up -> down on slot 1, down -> the
+     * next RESID product on slot 0 again (flag_slot + 0 and + 2; dmv_flag_wait says why two
+     * suffice); attention's boundaries keep the PDL wait */
+    const int flags = s->flags && !hooked && !s->allreduce;
+    unsigned *slot0 = s->flag_slot, *slot1 = s->flag_slot + 2;
     glim_status st;
-    if (l == 0 || hooked)
+    if (l == 0 || hooked) {
         st = dmv(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
                  s->qkvg, qr, err);
-    else
-        st = dmv(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
-                 y->w_in, GCU_EPI_STORE, s->qkvg, qr, err);
+    } else {
+        gcu_dmv_call q = dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
+                                  g->layer[l - 1].w_post_ffn, y->w_in, GCU_EPI_STORE, s->qkvg, qr);
+        if (flags) q.flag_wait = slot0, q.flag_need = s->flag_down_blocks;
+        st = gcu_dmv_launch(&q, s->st, err);
+    }
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
-    if (st == GLIM_OK)
-        st = dmv(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE,
-                 s->oout, Hd, err);
+    gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
+                              GCU_EPI_STORE, s->oout, Hd);
+    if (flags) o.flag_arrive = slot0;
+    if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
@@ -931,6 +974,11 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
         gu.stage_dig = s->act_dig;
         gu.stage_cnt = s->span_cnt;
         down.pre_dig = s->act_dig;
+    }
+    if (flags) {
+        gu.flag_wait = slot0, gu.flag_need = gcu_dmv_blocks(&o), gu.flag_arrive = slot1;
+        down.flag_wait = slot1, down.flag_need = gcu_dmv_blocks(&gu), down.flag_arrive = slot0;
+        s->flag_down_blocks = gcu_dmv_blocks(&down);
     }
     if (st == GLIM_OK) st = gcu_dmv_launch(&gu, s->st, err);
     if (st == GLIM_OK && hooked)
@@ -972,8 +1020,11 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     if (s->hooks)
         return dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
                    GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
-    return dmv(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
-               g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
+    gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
+                                 g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab);
+    if (s->flags && !s->allreduce) /* the last down arrived on slot 0 (decode_layer) */
+        head.flag_wait = s->flag_slot, head.flag_need = s->flag_down_blocks;
+    return gcu_dmv_launch(&head, s->st, err);
 }
 
 /* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0

@@ -195,6 +195,12 @@ typedef struct gcu_dmv_call {
                                   per cluster that share it, each staging 1/cluster of the row
                                   into all (0, 1: none; more than 8 or clusters that cannot all
                                   be resident: none, said once on stderr) */
+    /* GLIM_CUDA_FLAG_WAIT (k_dmv_tma only: gcu_dmv_flags_ok; other kernels ignore them): the
+     * boundary to the previous kernel released by a slot of 2 words, zero, that each of its
+     * blocks arrives on at its end (flag_arrive of that call), instead of the PDL wait.
+     * flag_wait: the slot to wait on, flag_need: the previous call's blocks (gcu_dmv_blocks) */
+    unsigned *flag_arrive, *flag_wait;
+    int flag_need;
     int cluster_own_stage;     /* with cluster > 1: each block stages its whole row itself, the
                                   cluster only owning row blocks together (cluster_rows): the
                                   balance of larger owners without the peers' staging barrier */
@@ -213,6 +219,10 @@ glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err
  * kernel that takes it (and whether f has digits at all). */
 size_t gcu_dmv_digits_bytes(const gcu_xfmt *f);
 int gcu_dmv_takes_digits(const gcu_dmv_call *c);
+/* The grid a call launches (0 if it cannot be planned), and whether it runs k_dmv_tma, the
+ * kernel that honours flag_arrive / flag_wait. */
+int gcu_dmv_blocks(const gcu_dmv_call *c);
+int gcu_dmv_flags_ok(const gcu_dmv_call *c);
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);

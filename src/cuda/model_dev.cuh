@@ -38,6 +38,10 @@ struct gcu_session {
     int fast_now;   /* kernels being enqueued belong to that path (PDL applies to them only) */
     int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
     unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
+    int flags;            /* decode releases o_proj -> gate/up -> down -> next qkvg / head by
+                             flag slots instead of the PDL wait (opt.flag_wait, flags_fit) */
+    unsigned *flag_slot;  /* their 2 slots of 2 words (dmv_flag_wait), zero between uses */
+    int flag_down_blocks; /* while enqueuing: the last down's grid, which the next RESID waits for */
     int *dyn_cnt;   /* decode matvecs' chunk counters (gcu_dmv_call.dyn_ctr), zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
     /* timeline (timeline.cu): while a decode is captured for it, each launch takes the next slot
