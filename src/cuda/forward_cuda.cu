@@ -944,7 +944,7 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     /* GLIM_CUDA_FLAG_WAIT: o_proj -> gate/up on slot 0, gate/up -> down on slot 1, down -> the
      * next RESID product on slot 0 again (flag_slot + 0 and + 2; dmv_flag_wait says why two
      * suffice); attention's boundaries keep the PDL wait */
-    const int flags = s->flags && !hooked && !s->allreduce;
+    const int flags = s->flags_now;
     unsigned *slot0 = s->flag_slot, *slot1 = s->flag_slot + 2;
     glim_status st;
     if (l == 0 || hooked) {
@@ -1015,16 +1015,26 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
         }
         return st;
     }
+    /* the flag release (GLIM_CUDA_FLAG_WAIT) for this whole token or not at all: each layer's
+     * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
+    s->flags_now = s->flags && !s->hooks && !s->allreduce;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
-    if (st != GLIM_OK) return st;
-    if (s->hooks)
-        return dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
-                   GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
-    gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
-                                 g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab);
-    if (s->flags && !s->allreduce) /* the last down arrived on slot 0 (decode_layer) */
-        head.flag_wait = s->flag_slot, head.flag_need = s->flag_down_blocks;
-    return gcu_dmv_launch(&head, s->st, err);
+    if (st == GLIM_OK && s->hooks)
+        st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
+                 GCU_EPI_SOFTCAP, s->logits, g->vocab, err);
+    else if (st == GLIM_OK) {
+        gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
+                                     g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits,
+                                     g->vocab);
+        if (s->flags_now) /* the last down arrived on slot 0 (decode_layer) */
+            head.flag_wait = s->flag_slot, head.flag_need = s->flag_down_blocks;
+        st = gcu_dmv_launch(&head, s->st, err);
+    }
+    /* a launch that failed midway may have left a producer's arrivals without their wait: the
+     * slots go back to zero once what was launched has run (stream order) */
+    if (st != GLIM_OK && s->flags_now) cudaMemsetAsync(s->flag_slot, 0, 16, s->st);
+    s->flags_now = 0;
+    return st;
 }
 
 /* Enqueues the whole forward of T tokens (positions and ids already in d_step). head_rows: 0
