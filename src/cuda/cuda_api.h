@@ -257,6 +257,11 @@ glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
  * (down, gcu_dmv_call.stage_dig), then D on those digits (pre_dig) and D on the SwiGLU rows
  * staged by its own prologue: act [W rows], out_staged and out_plain [D rows]. The pair runs
  * twice; an error if a bit changes between the runs or if D would not take digits. */
+/* The integer path's digits of nitems items of 8 values (v[8 nitems]; a multiple of 32 items,
+ * groups of lp consecutive items, lp 4, 8 or 16) as the decode prologues stage them
+ * (dmv_i8_digits): words[6 q ..] the item's digit words (digit 0 of elements {0,2,4,6}, then
+ * {1,3,5,7}, then digits 1 and 2 likewise), ex[2 q ..] its group's (E, sum x). */
+glim_status gcu_test_i8_digits(const float *v, int nitems, int lp, uint32_t *words, float *ex, glim_error *err);
 glim_status gcu_test_swiglu_down(const glim_matrix *W, const glim_matrix *W2, const glim_matrix *D,
                                  const gcu_test_dmv *p, float *act, float *out_staged, float *out_plain,
                                  glim_error *err);
