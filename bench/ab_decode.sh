@@ -4,8 +4,9 @@
 # machine). "new" is this tree, "old" a second tree at build/oldtree, made here with
 #   git worktree add build/oldtree <commit> && rm build/oldtree/.git && git worktree prune
 # and carried with the device tool's `carry` next to .deps and build/src/cuda (this tree's CUDA
-# objects, built here); the old tree is built on the device (~1 min).
-# Usage: OUT=dir bench/ab_decode.sh ITEM... where ITEM is old or new, optionally followed by
+# objects, built here); the old tree is built on the device (~1 min). A third tree at
+# build/midtree (made the same way), if there is one, is built too and is the item "mid".
+# Usage: OUT=dir bench/ab_decode.sh ITEM... where ITEM is old, mid or new, optionally followed by
 # comma-separated settings (new,GLIM_CUDA_X=1). CHECKS="SETTINGS..." runs this tree's forward
 # test under each first; KTESTS=1 its kernel and hooks tests. Each item appends a
 # `glimmer bench --synthetic --prompt 0 --timeline -n 32` to $OUT/e.md and prints its tok/s.
@@ -16,6 +17,9 @@ export OUT
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
 scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 make -C build/oldtree -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/build_old.log 2>&1 || { tail -20 $OUT/build_old.log; exit 1; }
+if [ -d build/midtree ]; then
+  make -C build/midtree -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/build_mid.log 2>&1 || { tail -20 $OUT/build_mid.log; exit 1; }
+fi
 : > $OUT/checks.log
 for e in ${CHECKS:-}; do
   echo "== forward with $e" >> $OUT/checks.log
@@ -28,6 +32,7 @@ timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1
 for v in "$@"; do
   which=${v%%,*}; envs=$(echo "$v" | sed -n 's/^[a-z]*,//p' | tr ',' ' ')
   bin=build/glimmer; [ "$which" = old ] && bin=build/oldtree/build/glimmer
+  [ "$which" = mid ] && bin=build/midtree/build/glimmer
   printf '\ndecode with %s:\n\n' "$v" >> $OUT/e.md
   env $envs timeout 100 $bin bench --synthetic --prompt 0 --timeline -n 32 --out $OUT/e.md > $OUT/b.log 2>&1 || { echo "bench $v rc=$?"; tail -5 $OUT/b.log; }
   echo "$v: $(grep -E '^\| decode' $OUT/e.md | tail -3 | awk -F'|' '{printf "%s %s; ", $3, $7}')"
