@@ -52,9 +52,14 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
  * with t's bits 0x4B400000 + n, so n's byte is t's low byte (0x4B400000's is zero: no
  * subtraction before dmv_pack4 keeps the low bytes); the remainder 128 (y - n) is one fma of y
  * with -128 n = fma(t, -128, 128 R), both exact (|n| <= 127, and y - n is a multiple of y's
- * ulp no larger than 1/2), so it equals (y - (t - R)) * 128 bit for bit in one op fewer
- * (session 16: 17.6 M values checked on the CPU, ties and tiny ones among them; the staging is
- * issue-bound, 512 threads x ~200 instructions per round in every block's prologue). */
+ * ulp no larger than 1/2), so it equals (y - (t - R)) * 128 bit for bit in one op fewer; and
+ * y = x / E itself is folded into the first two fmas (x times the powers of two 1/E and 128/E),
+ * which changes a remainder only where x / E underflows (|y| < 2^-126: every digit 0 either
+ * way). Session 16 checked on the CPU that the digit bytes equal the old formula's for 26.5 M
+ * values (ties, tiny and random bit patterns, E from 2^-100 to 2^126), and test_cuda_kernels'
+ * i8_digits_bytes holds the GPU's against the definition: the staging runs 512 threads x ~200
+ * instructions per round (two rounds for a 6656-wide row) in every block's prologue, and these
+ * are 48 of them per item. */
 struct DmvI8Digits {
     uint2 w[3]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
     float2 ex;  /* the group's (E, sum x) */
@@ -70,10 +75,12 @@ __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
     const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
     const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
     const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f, R128 = 128.0f * R;
+    const float inv128 = inv * 128.0f; /* a power of two: exact */
     int dg[3][8]; /* the digits in their low bytes (the rest is t's exponent: dmv_pack4 drops it) */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        const float y = v[k] * inv, t0 = y + R, r0 = __fmaf_rn(y, 128.0f, __fmaf_rn(t0, -128.0f, R128));
+        /* y = v inv is never formed: t0 = fma(v, inv, R), r0 = fma(v, 128 inv, -128 n) */
+        const float t0 = __fmaf_rn(v[k], inv, R), r0 = __fmaf_rn(v[k], inv128, __fmaf_rn(t0, -128.0f, R128));
         const float t1 = r0 + R, r1 = __fmaf_rn(r0, 128.0f, __fmaf_rn(t1, -128.0f, R128)), t2 = r1 + R;
         dg[0][k] = __float_as_int(t0);
         dg[1][k] = __float_as_int(t1);
