@@ -22,7 +22,13 @@
 cd "$(dirname "$0")/../.." || exit 1
 export OUT
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
+# the old and mid trees build on the CPUs while the tests hold the GPU (ab_decode.sh's own make
+# then finds them built): ~2 minutes saved of the call's 10
+for t in oldtree midtree; do
+  nice make -C build/$t -j8 DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/prebuild_$t.log 2>&1 &
+done
 KEEP_BUILD=1 OUT=$OUT/check sh bench/gpu_check.sh tests > /dev/null 2>&1
+wait
 grep -E "tests:|FAIL" $OUT/check/summary.txt | head
 grep -B3 "^FAIL" $OUT/check/tests.log | head -20
 sh bench/ab_decode.sh old mid new old mid new
