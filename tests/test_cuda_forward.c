@@ -425,11 +425,11 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
-/* The flag release (GLIM_CUDA_FLAG_WAIT=1: o_proj -> gate/up -> down -> next qkvg or the head
- * released by counters in global memory instead of the PDL wait) changes only when a kernel
- * may go on, never what it computes: every decoded token's logits equal the PDL wait's bit for
- * bit, and the flag waits really ran (their launch count; 3 per layer and token, so at least
- * n_layers). */
+/* The flag release (GLIM_CUDA_FLAG_WAIT=1: qkvg -> attention -> o_proj -> gate/up -> down ->
+ * next qkvg or the head released by counters in global memory instead of the PDL wait) changes
+ * only when a kernel may go on, never what it computes: every decoded token's logits equal the
+ * PDL wait's bit for bit, and the matvecs' flag waits really ran (their launch count: 3 or 4
+ * per layer and token, so at least n_layers). */
 static void flag_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_FLAG_WAIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_PDL"};

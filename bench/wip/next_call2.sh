@@ -4,7 +4,7 @@
 # (GLIM_CUDA_DIAG_WINDOW=4), the switches on the new tree in alternating processes
 # (late_gains.patch's GLIM_CUDA_LATE_GAINS; main's clusters for qkvg and o_proj, owning row
 # blocks per cluster with each block staging its own row, or with the staging shared; main's
-# GLIM_CUDA_FLAG_WAIT: read the timeline's "past PDL wait" column of gate/up, down and qkvg),
+# GLIM_CUDA_FLAG_WAIT: read the timeline's "past PDL wait" column of every kernel),
 # then Nsight Compute's instruction count on gate/up for the old and new trees
 # (paired_groups.patch predicts ~10 % fewer instructions per unit: ~126 -> ~113). ~8 minutes.
 cd "$(dirname "$0")/../.." || exit 1

@@ -587,7 +587,10 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
     GcuRope rope = {};
     if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, D, pos, lane);
-    gcu_pdl_wait();
+    /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits) wait on
+     * the previous matvec's arrivals instead of its grid's completion */
+    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(a.Hkv * (grouped ? HG : 1) * nsp));
+    else gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
     if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
     if (!fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
@@ -794,6 +797,9 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
     at_body(a, f, has_f, fused, tl_t);
+    /* every block, the empty ones too (a fixed count for the next kernel to wait for), once its
+     * output is written (GLIM_CUDA_FLAG_WAIT; every return of at_body is the whole block's) */
+    if (a.flag_arrive) gcu_grid_arrive(a.flag_arrive);
     gcu_tl_block_end(a.tl);
     if (a.tl && threadIdx.x == 0 && tl_t[2]) { /* the blocks that worked */
         gcu_tl_phases(a.tl, tl_t);
@@ -816,6 +822,26 @@ extern "C" size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D)
     return (size_t)T * Hkv * nsplit * ((size_t)G * D + 2 * G);
 }
 
+/* Decode without staging: the G heads of a kv head over several blocks (4 heads each). */
+static int at_hgroups(const gcu_attn_call *c, int G, int fused) {
+    return fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
+}
+/* The grid: (kv heads x head groups, splits, tokens). Packed (split-major) numbering: as many
+ * blocks as the most any position can use, head groups (up to group_keys keys, so at most that
+ * many keys / a tile splits) or not (nsplit splits): the blocks past them start and exit at once,
+ * but the next kernel launches only once every block has started (session 13, run 10: a full
+ * layer at 32k keys 46.5 -> 43.3 us with half the empty blocks). */
+static dim3 at_grid(const gcu_attn_call *c, int HG) {
+    unsigned ny = (unsigned)c->nsplit;
+    if (c->pack && HG > 1) {
+        int gsp = (c->group_keys + GCU_ATT_TILE - 1) / GCU_ATT_TILE; /* a grouped position's splits */
+        if (gsp > c->nsplit) gsp = c->nsplit;
+        const int most = c->Hkv * (HG * gsp > c->nsplit ? HG * gsp : c->nsplit); /* working blocks */
+        ny = (unsigned)((most + c->Hkv * HG - 1) / (c->Hkv * HG));
+    }
+    return dim3((unsigned)(c->Hkv * HG), ny, (unsigned)c->T);
+}
+
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
     int G = c->H / c->Hkv;
@@ -823,13 +849,16 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
         return glim_fail(err, GLIM_E_UNSUPPORTED,
                          "attention: %d heads over %d kv heads of width %d (need D %% 8 == 0, "
                          "G*D <= %d)", c->H, c->Hkv, c->D, AT_MAXC * 4 * GCU_ATT_THREADS);
-    /* decode without staging: the G heads of a kv head over several blocks (4 heads each) */
-    int HG = fused && !c->f && c->hgroups > 1 && G % c->hgroups == 0 ? c->hgroups : 1;
+    const int HG = at_hgroups(c, G, fused);
     size_t smem = sizeof(float) * at_smem_floats(G, c->D, c->nsplit, c->kv32, c->tiles2);
     if (smem > AT_SMEM_MAX)
         return glim_fail(err, GLIM_E_UNSUPPORTED, "attention: %d heads per kv head of width %d over "
                          "%d splits need %zu bytes of shared memory (at most %d)", G, c->D,
                          c->nsplit, smem, AT_SMEM_MAX);
+    if ((c->flag_arrive || c->flag_wait) && (!fused || c->T != 1))
+        return glim_fail(err, GLIM_E_ARG, "attention: a flag release (GLIM_CUDA_FLAG_WAIT) is for decode only");
+    if (c->flag_wait && c->flag_need < 1)
+        return glim_fail(err, GLIM_E_ARG, "attention: a flag wait for %d blocks", c->flag_need);
     glim_status ist = gcu_attn_init(err);
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
@@ -841,21 +870,16 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (has_f) f = *c->f;
     a.f = NULL;
     void *args[] = {&a, &f, &has_f, &fused};
-    /* packed (split-major) numbering: as many blocks as the most any position can use, head
-     * groups (up to group_keys keys, so at most that many keys / a tile splits) or not (nsplit
-     * splits): the blocks past them start and exit at once, but the next kernel launches only
-     * once every block has started (session 13, run 10: a full layer at 32k keys 46.5 -> 43.3 us
-     * with half the empty blocks) */
-    unsigned ny = (unsigned)c->nsplit;
-    if (c->pack && HG > 1) {
-        int gsp = (c->group_keys + GCU_ATT_TILE - 1) / GCU_ATT_TILE; /* a grouped position's splits */
-        if (gsp > c->nsplit) gsp = c->nsplit;
-        const int most = c->Hkv * (HG * gsp > c->nsplit ? HG * gsp : c->nsplit); /* working blocks */
-        ny = (unsigned)((most + c->Hkv * HG - 1) / (c->Hkv * HG));
-    }
-    return gcu_check(gcu_launch((const void *)k_attention, dim3(c->Hkv * HG, ny, c->T),
-                                dim3(GCU_ATT_THREADS), smem, st, c->pdl, args),
+    return gcu_check(gcu_launch((const void *)k_attention, at_grid(c, HG), dim3(GCU_ATT_THREADS), smem, st, c->pdl,
+                                args),
                      "attention launch", err);
+}
+
+extern "C" int gcu_attn_blocks(const gcu_attn_call *c, int fused) {
+    const int G = c->Hkv > 0 ? c->H / c->Hkv : 0;
+    if (G < 1 || c->H % c->Hkv) return 0;
+    const dim3 g = at_grid(c, at_hgroups(c, G, fused));
+    return (int)(g.x * g.y * g.z);
 }
 
 /* ---- test wrapper ------------------------------------------------------------------------ */

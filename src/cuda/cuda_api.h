@@ -120,12 +120,12 @@ typedef struct gcu_options {
     int cluster_rows; /* with block_rows: where a product runs in clusters (down), the cluster
                          owns the row blocks, merging through distributed shared memory
                          (GLIM_CUDA_CLUSTER_ROWS, default 1) */
-    int flag_wait; /* decode: the boundaries o_proj -> gate/up -> down -> next qkvg (or the head)
-                      released by the producer's blocks through a counter in global memory
-                      (release / acquire at GPU scope) instead of the PDL wait, which waits for
-                      the grid's completion and flush (GLIM_CUDA_FLAG_WAIT, 0; not yet
-                      measured). Every product on the shared-memory ring, PDL on, no hooks,
-                      one GPU; otherwise the PDL wait */
+    int flag_wait; /* decode: every boundary of a layer (qkvg -> attention -> o_proj -> gate/up ->
+                      down -> next qkvg or the head) released by the producer's blocks through
+                      a counter in global memory (release / acquire at GPU scope) instead of
+                      the PDL wait, which waits for the grid's completion and flush
+                      (GLIM_CUDA_FLAG_WAIT, 0; not yet measured). Every product on the
+                      shared-memory ring, PDL on, no hooks, one GPU; otherwise the PDL wait */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */

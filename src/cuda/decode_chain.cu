@@ -26,7 +26,7 @@
  * gives up with a trap after 10 s rather than hang if another process held SMs. */
 #include "cuda/decode_mv_tma.cuh"
 
-/* The grid barrier between two steps is dmv_grid_arrive / dmv_grid_wait (decode_mv_tma.cuh):
+/* The grid barrier between two steps is gcu_grid_arrive / gcu_grid_wait (gcu.cuh):
  * a block arrives as soon as its step's writes are done and waits only when it needs the
  * others' (the next step's input), its next arguments and gains loaded in between. The count is
  * left at steps * gridDim.x. */
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         float wa[TMA_JM], wo[TMA_JM];
         if (rows) tma_load_gains(d, wa, wo);
         if (i == 0) gcu_pdl_wait();
-        else dmv_grid_wait(c.bar, (unsigned)i * gridDim.x); /* also: this block is done with the
+        else gcu_grid_wait(c.bar, (unsigned)i * gridDim.x); /* also: this block is done with the
                                                             previous step's staging and merge */
         gcu_tl_mark(d.tl, GCU_TL_RELEASE);
         if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
                                                 });
         tma_block_merge(d.mv, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16,
                         bu0, bun, keep0, keep1, lane, warp, 1);
-        if (i + 1 < c.n) dmv_grid_arrive(c.bar);
+        if (i + 1 < c.n) gcu_grid_arrive(c.bar);
         gcu_tl_block_end(d.tl);
         gcu_tl_phases(d.tl, tl_t);
     }

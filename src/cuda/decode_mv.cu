@@ -414,7 +414,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->stage_cta = c->cluster_own_stage ? 1 : d->cluster;
     d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
     d->front = c->front_rows;
-    /* the flag release (dmv_flag_wait): only k_dmv_tma arrives and waits on a slot, and a
+    /* the flag release (gcu_flag_wait): only k_dmv_tma arrives and waits on a slot, and a
      * boundary whose one side ignored it would hang the other */
     if ((c->flag_arrive || c->flag_wait) && !sm)
         return glim_fail(err, GLIM_E_ARG, "decode matvec: a flag release (GLIM_CUDA_FLAG_WAIT) needs the "

@@ -48,7 +48,7 @@ struct DmvArgs {
     int cluster; /* k_dmv_tma, integer path staged in the kernel: blocks per cluster (1: none) */
     int stage_cta; /* of those, the blocks that share the staging (cluster, or 1 with
                     * gcu_dmv_call.cluster_own_stage) */
-    unsigned *flag_arrive, *flag_wait; /* k_dmv_tma: gcu_dmv_call's (dmv_flag_wait) */
+    unsigned *flag_arrive, *flag_wait; /* k_dmv_tma: gcu_dmv_call's (gcu_flag_wait) */
     unsigned flag_need;
     const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits
                                    * (gcu_dmv_call.pre_dig), copied into shared memory whole */

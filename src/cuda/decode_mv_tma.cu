@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* the gains are weights: before the wait */
     if (pre) __syncthreads(); /* pbar initialised before any thread waits on it */
-    if (d.flag_wait) dmv_flag_wait(d.flag_wait, d.flag_need); /* GLIM_CUDA_FLAG_WAIT */
+    if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         tma_block_merge(a, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
                         lane, warp, own);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
-    if (d.flag_arrive) dmv_grid_arrive(d.flag_arrive);
+    if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     if (d.stamps) {
         if (threadIdx.x == 0) dmv_stamp(d, 5);
         __syncthreads();

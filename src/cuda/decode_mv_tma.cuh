@@ -80,48 +80,6 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     __syncthreads();
 }
 
-/* A count of blocks in global memory that grids synchronise on without the PDL wait (the
- * chain's steps, decode_chain.cu; GLIM_CUDA_FLAG_WAIT's boundaries, dmv_flag_wait). Arrive:
- * count += 1 with release semantics at GPU scope, after a block barrier, so that the writes of
- * all the block's threads go before it. Wait: thread 0 spins with acquire loads until the count
- * reaches target, then a block barrier passes that on. Every arriving block must be resident
- * or bound to become so without the waiting ones leaving (one block per SM, launched as the
- * previous grid lets its dependents start): 10 s of spinning means another process holds SMs,
- * and the wait traps rather than hang. */
-__device__ __forceinline__ void dmv_grid_arrive(unsigned *bar) {
-    __syncthreads();
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
-}
-__device__ __forceinline__ void dmv_grid_wait(unsigned *bar, unsigned target) {
-    if (threadIdx.x == 0) {
-        const unsigned long long t0 = gcu_tl_now();
-        unsigned v, spins = 0;
-        for (;;) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-            if (v >= target) break;
-            if (++spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
-        }
-    }
-    __syncthreads();
-}
-
-/* GLIM_CUDA_FLAG_WAIT: a boundary between two decode matvecs released by the producer's blocks
- * themselves instead of griddepcontrol.wait, which waits for the grid's completion and its
- * memory flush (~0.8 us after the last block's end in the timeline; the chain's grid barrier
- * took 0.2-0.5, RESULTS.md v15). slot: two words, {arrivals, passes}, zero between uses. Each
- * producer block arrives as its last act (dmv_grid_arrive); each consumer block waits for
- * `need` arrivals, then counts itself past, and the last one past puts the slot back to zero
- * (every producer block has arrived and every consumer block has read the count, so nothing
- * reads it again this launch; the slot's next producer runs after this grid's blocks have all
- * passed, since it waits on them in turn). */
-__device__ __forceinline__ void dmv_flag_wait(unsigned *slot, unsigned need) {
-    dmv_grid_wait(slot, need);
-    if (threadIdx.x == 0 && atomicAdd(slot + 1, 1u) == gridDim.x - 1) {
-        slot[0] = 0;
-        slot[1] = 0;
-    }
-}
-
 /* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
  * with d.cluster_rows: nw warps, rank-major) that own units of row block rb. The owner's units
  * are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */

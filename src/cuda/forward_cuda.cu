@@ -639,6 +639,22 @@ static int span_elems(const gcu_xfmt *f) { return f->kind == GCU_KIND_DENSE ? 32
 
 /* Attention of layer l; stage_o: also stage the o_proj input for the generic matvec (the
  * decode_mv.cu path reads the fp32 output itself). */
+/* GLIM_CUDA_FLAG_WAIT while a decoded token is enqueued (s->flags_now): the next launch, of
+ * `blocks` blocks, waits on the slot the previous one arrives on (if it arrives) and arrives on
+ * the other (arrive NULL: it is the token's last, the head). The slots alternate, so a slot is
+ * next arrived on two launches later: gcu_flag_wait says why that is safe. */
+static void flag_link(gcu_session *s, unsigned **wait, int *need, unsigned **arrive, int blocks) {
+    unsigned *prev = s->flag_pend;
+    if (prev) *wait = prev, *need = s->flag_pend_blocks;
+    if (arrive) {
+        *arrive = prev == s->flag_slot ? s->flag_slot + 2 : s->flag_slot;
+        s->flag_pend = *arrive;
+        s->flag_pend_blocks = blocks;
+    } else {
+        s->flag_pend = NULL;
+    }
+}
+
 static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
@@ -688,6 +704,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
+    if (T == 1 && s->flags_now) flag_link(s, &c.flag_wait, &c.flag_need, &c.flag_arrive, gcu_attn_blocks(&c, 1));
     if (st == GLIM_OK) st = gcu_attn_launch(&c, T == 1, s->st, err);
     if (st == GLIM_OK && stage_o && !whole)
         st = stage(s, GCU_ST_PLAIN, T, g->H * g->D, NULL, s->aout, NULL, 0, GCU_NORM_NONE, NULL,
@@ -897,11 +914,15 @@ static int chain_fits(gcu_session *s) {
 }
 
 /* Whether every decode boundary GLIM_CUDA_FLAG_WAIT releases can take a flag slot: each
- * product on either side runs k_dmv_tma (gcu_dmv_flags_ok), for every layer's o_proj, gate/up,
- * down and RESID qkvg, and the head (at session creation: no timeline slot is taken). */
+ * matvec runs k_dmv_tma (gcu_dmv_flags_ok; attention always can), for layer 0's qkvg, every
+ * layer's o_proj, gate/up, down and RESID qkvg, and the head (at session creation: no timeline
+ * slot is taken). */
 static int flags_fit(gcu_session *s) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
+    gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, g->layer[0].w_in,
+                               GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
+    if (!gcu_dmv_flags_ok(&q0)) return 0;
     for (int l = 0; l < g->L; l++) {
         const gcu_layer *y = &g->layer[l];
         gcu_dmv_call c[4] = {
@@ -941,25 +962,22 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
     const int Hd = g->hidden, qr = qkvg_rows(g), hooked = s->hooks != NULL;
-    /* GLIM_CUDA_FLAG_WAIT: o_proj -> gate/up on slot 0, gate/up -> down on slot 1, down -> the
-     * next RESID product on slot 0 again (flag_slot + 0 and + 2; dmv_flag_wait says why two
-     * suffice); attention's boundaries keep the PDL wait */
+    /* GLIM_CUDA_FLAG_WAIT (s->flags_now): every launch of the layer waits on the one before by a
+     * flag slot (flag_link), layer 0's qkvg only arrives (the embedding before it keeps the PDL
+     * wait) */
     const int flags = s->flags_now;
-    unsigned *slot0 = s->flag_slot, *slot1 = s->flag_slot + 2;
     glim_status st;
-    if (l == 0 || hooked) {
-        st = dmv(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
-                 s->qkvg, qr, err);
-    } else {
-        gcu_dmv_call q = dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
-                                  g->layer[l - 1].w_post_ffn, y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-        if (flags) q.flag_wait = slot0, q.flag_need = s->flag_down_blocks;
-        st = gcu_dmv_launch(&q, s->st, err);
-    }
+    gcu_dmv_call q = l == 0 || hooked
+                         ? dmv_make(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
+                                    s->qkvg, qr)
+                         : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
+                                    y->w_in, GCU_EPI_STORE, s->qkvg, qr);
+    if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
+    st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
-    if (flags) o.flag_arrive = slot0;
+    if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
@@ -976,9 +994,8 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
         down.pre_dig = s->act_dig;
     }
     if (flags) {
-        gu.flag_wait = slot0, gu.flag_need = gcu_dmv_blocks(&o), gu.flag_arrive = slot1;
-        down.flag_wait = slot1, down.flag_need = gcu_dmv_blocks(&gu), down.flag_arrive = slot0;
-        s->flag_down_blocks = gcu_dmv_blocks(&down);
+        flag_link(s, &gu.flag_wait, &gu.flag_need, &gu.flag_arrive, gcu_dmv_blocks(&gu));
+        flag_link(s, &down.flag_wait, &down.flag_need, &down.flag_arrive, gcu_dmv_blocks(&down));
     }
     if (st == GLIM_OK) st = gcu_dmv_launch(&gu, s->st, err);
     if (st == GLIM_OK && hooked)
@@ -1018,6 +1035,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     /* the flag release (GLIM_CUDA_FLAG_WAIT) for this whole token or not at all: each layer's
      * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
     s->flags_now = s->flags && !s->hooks && !s->allreduce;
+    s->flag_pend = NULL;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st == GLIM_OK && s->hooks)
         st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
@@ -1026,8 +1044,8 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
         gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
                                      g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits,
                                      g->vocab);
-        if (s->flags_now) /* the last down arrived on slot 0 (decode_layer) */
-            head.flag_wait = s->flag_slot, head.flag_need = s->flag_down_blocks;
+        if (s->flags_now) /* the token's last launch: it waits on the last down, arrives nowhere */
+            flag_link(s, &head.flag_wait, &head.flag_need, NULL, 0);
         st = gcu_dmv_launch(&head, s->st, err);
     }
     /* a launch that failed midway may have left a producer's arrivals without their wait: the

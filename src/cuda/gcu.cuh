@@ -308,8 +308,15 @@ typedef struct gcu_attn_call {
                                   one query head each (opt.att_pmerge; 0: the last block merges
                                   all G) */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
+    /* GLIM_CUDA_FLAG_WAIT, decode (fused, T = 1) only: as gcu_dmv_call's. Every block of the grid
+     * (gcu_attn_blocks) arrives on flag_arrive at its end, the empty ones too; the working
+     * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
+    unsigned *flag_arrive, *flag_wait;
+    int flag_need;
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
+/* The blocks gcu_attn_launch launches for the call (0 if it would fail). */
+int gcu_attn_blocks(const gcu_attn_call *c, int fused);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);
 glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st, glim_error *err);
 glim_status gcu_attn_init(glim_error *err);
@@ -397,6 +404,50 @@ __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
  * pattern needs. __threadfence() is the sequentially consistent fence.sc.gpu (MEMBAR.SC.GPU),
  * which is stronger than needed and waits longer; sc selects it (GLIM_CUDA_FENCE_SC, for the
  * bench's comparison). */
+/* A count of blocks in global memory that grids synchronise on without the PDL wait (the
+ * chain's steps, decode_chain.cu; GLIM_CUDA_FLAG_WAIT's boundaries, gcu_flag_wait). Arrive:
+ * count += 1 with release semantics at GPU scope, after a block barrier, so that the writes of
+ * all the block's threads go before it. Wait: thread 0 spins with acquire loads until the count
+ * reaches target, then a block barrier passes that on. Every arriving block must be resident
+ * or bound to become so without the waiting ones leaving (one block per SM, launched as the
+ * previous grid lets its dependents start): 10 s of spinning means another process holds SMs,
+ * and the wait traps rather than hang. */
+__device__ __forceinline__ void gcu_grid_arrive(unsigned *bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+}
+__device__ __forceinline__ void gcu_grid_wait(unsigned *bar, unsigned target) {
+    if (threadIdx.x == 0) {
+        const unsigned long long t0 = gcu_tl_now();
+        unsigned v, spins = 0;
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+            if (v >= target) break;
+            if (++spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
+        }
+    }
+    __syncthreads();
+}
+
+/* GLIM_CUDA_FLAG_WAIT: a decode boundary (qkvg -> attention -> o_proj -> gate/up -> down ->
+ * next qkvg or the head) released by the producer's blocks themselves instead of
+ * griddepcontrol.wait, which waits for the grid's completion and its memory flush (~0.8-1.2 us
+ * after the last block's end in the timeline; the chain's grid barrier took 0.2-0.5, RESULTS.md
+ * v15). slot: two words, {arrivals, passes}, zero between uses. Each producer block arrives as
+ * its last act (gcu_grid_arrive); each of the consumer's `passers` blocks that wait (all of a
+ * matvec's; attention's working ones) waits for `need` arrivals, then counts itself past, and
+ * the last one past puts the slot back to zero: every producer block has arrived and every
+ * consumer block has read the count, so nothing reads it again this launch, and the slot's
+ * next producer (two kernels on: the slots alternate) arrives only after waiting on this
+ * consumer's arrivals, which each of its blocks makes after passing. */
+__device__ __forceinline__ void gcu_flag_wait(unsigned *slot, unsigned need, unsigned passers) {
+    gcu_grid_wait(slot, need);
+    if (threadIdx.x == 0 && atomicAdd(slot + 1, 1u) == passers - 1) {
+        slot[0] = 0;
+        slot[1] = 0;
+    }
+}
+
 __device__ __forceinline__ void gcu_fence_gpu(int sc) {
     if (sc) __threadfence();
     else asm volatile("fence.acq_rel.gpu;" ::: "memory");

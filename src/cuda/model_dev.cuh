@@ -38,13 +38,15 @@ struct gcu_session {
     int fast_now;   /* kernels being enqueued belong to that path (PDL applies to them only) */
     int chain;      /* decode chains o, gate/up, down, next qkvg into one launch (opt.chain, fits) */
     unsigned *chain_bar; /* the chain's grid-barrier words [2], zero between launches */
-    int flags;            /* decode releases o_proj -> gate/up -> down -> next qkvg / head by
-                             flag slots instead of the PDL wait (opt.flag_wait, flags_fit) */
-    unsigned *flag_slot;  /* their 2 slots of 2 words (dmv_flag_wait), zero between uses */
+    int flags;            /* decode releases qkvg -> attention -> o_proj -> gate/up -> down ->
+                             next qkvg / head by flag slots instead of the PDL wait
+                             (opt.flag_wait, flags_fit) */
+    unsigned *flag_slot;  /* their 2 slots of 2 words (gcu_flag_wait), zero between uses */
     int flags_now;        /* a whole decoded token is being enqueued with them (enqueue_decode:
                              every arrival then has its wait; a layer alone, as --profile times
                              it, would leave a slot counted or wait on one nobody fills) */
-    int flag_down_blocks; /* while enqueuing: the last down's grid, which the next RESID waits for */
+    unsigned *flag_pend;  /* while enqueuing: the slot the last launch arrives on (NULL: none) */
+    int flag_pend_blocks; /* and its grid, which the next launch waits for */
     int *dyn_cnt;   /* decode matvecs' chunk counters (gcu_dmv_call.dyn_ctr), zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
     /* timeline (timeline.cu): while a decode is captured for it, each launch takes the next slot
