@@ -4,8 +4,8 @@
 # machine). "new" is this tree, "old" a second tree at build/oldtree, made here with
 #   git worktree add build/oldtree <commit> && rm build/oldtree/.git && git worktree prune
 # and carried with the device tool's `carry` next to .deps and build/src/cuda (this tree's CUDA
-# objects, built here); the old tree is built on the device (~1 min). A third tree at
-# build/midtree (made the same way), if there is one, is built too and is the item "mid".
+# objects, built here); the old tree is built on the device (~1 min) when an item uses it. A
+# third tree at build/midtree (made the same way) is the item "mid", built likewise.
 # Usage: OUT=dir bench/ab_decode.sh ITEM... where ITEM is old, mid or new, optionally followed by
 # comma-separated settings (new,GLIM_CUDA_X=1). CHECKS="SETTINGS..." runs this tree's forward
 # test under each first; KTESTS=1 its kernel and hooks tests. Each item appends a
@@ -16,10 +16,11 @@ mkdir -p "$OUT"
 export OUT
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
 scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-make -C build/oldtree -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/build_old.log 2>&1 || { tail -20 $OUT/build_old.log; exit 1; }
-if [ -d build/midtree ]; then
-  make -C build/midtree -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/build_mid.log 2>&1 || { tail -20 $OUT/build_mid.log; exit 1; }
-fi
+# the other trees only where an item uses them (~1 min each)
+for t in old mid; do
+  case " $* " in *" $t "*|*" $t,"*) ;; *) continue ;; esac
+  make -C build/${t}tree -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" build/glimmer > $OUT/build_$t.log 2>&1 || { tail -20 $OUT/build_$t.log; exit 1; }
+done
 : > $OUT/checks.log
 for e in ${CHECKS:-}; do
   echo "== forward with $e" >> $OUT/checks.log

@@ -385,6 +385,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
         v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
         v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
+        v[nv].name = "the consumer norm's scale on the row sums after the loop, not on the staged row (GLIM_CUDA_LATE_NORM=1)", v[nv].o = base, v[nv++].o.late_norm = 1;
         /* not a configuration: the token with (nearly) no weight traffic, so what the decode
          * matvecs' instructions and the fixed costs alone allow (session 14) */
         v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;

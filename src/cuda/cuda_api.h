@@ -120,6 +120,11 @@ typedef struct gcu_options {
     int cluster_rows; /* with block_rows: where a product runs in clusters (down), the cluster
                          owns the row blocks, merging through distributed shared memory
                          (GLIM_CUDA_CLUSTER_ROWS, default 1) */
+    int late_norm; /* decode matvec on the shared-memory ring, NORM/RESID: the consumer norm's
+                      scale applied to the row sums after the loop instead of to the row before
+                      staging (the digits staged are of y (1 + w)): its block reduction then
+                      leaves the prologue's critical path (GLIM_CUDA_LATE_NORM, 0; not yet
+                      measured; the logits' bits change, one fp32 multiply moved) */
     int flag_wait; /* decode: every boundary of a layer (qkvg -> attention -> o_proj -> gate/up ->
                       down -> next qkvg or the head) released by the producer's blocks through
                       a counter in global memory (release / acquire at GPU scope) instead of

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
         float2 keep0, keep1;
         tma_units<GCU_KIND_Q, PPS, SBF32, true>(d, m, r, u0, u1 - u0, bu0, bun, DMV_WARPS, wg, keep0, keep1,
-                                                [&](int slot) {
+                                                d.late_norm ? scratch : NULL, [&](int slot) {
                                                     if (lane == 0) {
                                                         gcu_fence_proxy_async();
                                                         request_next(slot);

@@ -303,6 +303,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->f = m->f;
     d->pf_units = c->pf_units;
     d->ring_at = c->late_ring < 0 || c->late_ring > 3 ? 0 : c->late_ring;
+    d->late_norm = c->late_norm && c->pro != GCU_PRO_RAW; /* cleared off the ring (dmv_plan) */
     d->stamps = c->stamps;
     d->tl = c->tl;
     d->i8 = dmv_i8(c);
@@ -408,6 +409,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
             d->bblocks = *blocks;
         }
     }
+    if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
     d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);

@@ -50,6 +50,7 @@ struct DmvArgs {
                     * gcu_dmv_call.cluster_own_stage) */
     unsigned *flag_arrive, *flag_wait; /* k_dmv_tma: gcu_dmv_call's (gcu_flag_wait) */
     unsigned flag_need;
+    int late_norm; /* k_dmv_tma and the chain, NORM/RESID: gcu_dmv_call.late_norm */
     const unsigned char *pre_dig; /* k_dmv_tma, integer path, RAW: the input already as digits
                                    * (gcu_dmv_call.pre_dig), copied into shared memory whole */
     /* k_dmv_tma, a timing diagnostic (gcu_dmv_call.diag_window_mb): each warp's weights are read

@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         gcu_mbar_wait(&r.bar[0], 0);
         dmv_stamp(d, 4);
     }
-    tma_units<KIND, PPS, SBF32, I8>(d, m, r, u0, n, bu0, bun, nw, wg, keep0, keep1, [&](int slot) {
+    tma_units<KIND, PPS, SBF32, I8>(d, m, r, u0, n, bu0, bun, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
+                                    [&](int slot) {
         if (lane == 0 && nleft > 0) {
             gcu_fence_proxy_async();
             request(slot);

@@ -70,7 +70,17 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
             ss += y * y;
         }
     }
-    const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
+    /* GLIM_CUDA_LATE_NORM: the row staged unscaled, y (1 + w); each warp's part of the sum of
+     * squares goes to scratch's second half for tma_late_inv, published by the barrier below,
+     * and the scale is applied to the row sums (tma_units): the reduction's barrier and the
+     * division and square root leave the critical path */
+    float inv = 1.0f;
+    if (a.late_norm) {
+        ss = gcu_warp_sum(ss);
+        if ((tid & 31) == 0) scratch[DMV_WARPS + (tid >> 5)] = ss;
+    } else {
+        inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
+    }
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = tid + j * DMV_THREADS;
@@ -78,6 +88,16 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
         m.row[i] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
     }
     __syncthreads();
+}
+
+/* GLIM_CUDA_LATE_NORM: the consumer norm's scale from the warps' sums of squares that
+ * tma_prepare_row left in scratch's second half, in dmv_block_sum's order, so the same bits as
+ * the scale it would have applied to the row. */
+__device__ __forceinline__ float tma_late_inv(const DmvArgs &a, const DmvSum *scratch) {
+    DmvSum r = 0;
+#pragma unroll
+    for (int w = 0; w < DMV_WARPS; w++) r += scratch[DMV_WARPS + w];
+    return 1.0f / sqrtf((float)(r / a.K) + a.eps_out);
 }
 
 /* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
@@ -209,7 +229,7 @@ struct TmaRing {
 template <int KIND, int PPS, bool SBF32, bool I8, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
                                           long long bu0, long long bun, int nw, int wg, float2 &keep0,
-                                          float2 &keep1, Refill refill) {
+                                          float2 &keep1, const DmvSum *late, Refill refill) {
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, uw = a.unit_u4, C = r.C;
@@ -226,6 +246,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float osc = 0.0f; /* late: the consumer norm's scale, worked out at the first row end */
     bool first = true;
     int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
     keep0 = keep1 = make_float2(0.0f, 0.0f);
@@ -258,6 +279,11 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
         if (++sp == a.nspan || j + 1 == n) {
             float vg[1], vh[1];
             dmv_row_sums<KIND, I8>(acc, vg, vh);
+            if (late) { /* GLIM_CUDA_LATE_NORM (tma_prepare_row) */
+                if (osc == 0.0f) osc = tma_late_inv(d, late);
+                vg[0] *= osc;
+                vh[0] *= osc;
+            }
             if (d.bblocks > 0) {
                 /* whole: written now; split: kept for the block's merge (first / last segment) */
                 int wf, wl;

@@ -201,6 +201,9 @@ typedef struct gcu_dmv_call {
      * flag_wait: the slot to wait on, flag_need: the previous call's blocks (gcu_dmv_blocks) */
     unsigned *flag_arrive, *flag_wait;
     int flag_need;
+    int late_norm;             /* k_dmv_tma and the chain, NORM/RESID (else ignored): the
+                                  consumer norm's scale on the row sums after the loop
+                                  (GLIM_CUDA_LATE_NORM; tma_prepare_row) */
     int cluster_own_stage;     /* with cluster > 1: each block stages its whole row itself, the
                                   cluster only owning row blocks together (cluster_rows): the
                                   balance of larger owners without the peers' staging barrier */
