@@ -438,47 +438,37 @@ static void flag_bits_of(const char *name, glim_synth_spec spec) {
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 6, names, off, on, gcu_dmv_flag_count, spec.n_layers);
 }
 
+/* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows
+ * fewer than the SMs, so grids cut to the row blocks) and wide (groups of 64, more row blocks
+ * than SMs for gate/up and the head, a 1408-wide down). */
+static glim_synth_spec switch_spec(int wide, uint64_t seed) {
+    glim_synth_spec s = glim_synth_tiny();
+    s.bits = 4;
+    s.seed = seed;
+    if (wide) {
+        s.group_size = 64;
+        s.hidden_size = 512;
+        s.intermediate_size = 1408;
+        s.n_layers = 3;
+        s.n_heads = 8;
+        s.n_kv_heads = 2;
+        s.head_dim = 64;
+        s.vocab_size = 4160;
+        s.sliding_window = 16;
+    }
+    return s;
+}
+
 static void chain_bits(void) {
     NEED_GPU();
-    glim_synth_spec s = glim_synth_tiny(); /* groups of 32 (4 parts per span), rows < SMs */
-    s.bits = 4;
-    s.seed = 5;
-    chain_bits_of("chain_tiny", s);
-    /* groups of 64, more row blocks than SMs for gate/up (the head too), a 1408-wide down */
-    s = glim_synth_tiny();
-    s.bits = 4;
-    s.group_size = 64;
-    s.hidden_size = 512;
-    s.intermediate_size = 1408;
-    s.n_layers = 3;
-    s.n_heads = 8;
-    s.n_kv_heads = 2;
-    s.head_dim = 64;
-    s.vocab_size = 4160;
-    s.sliding_window = 16;
-    s.seed = 11;
-    chain_bits_of("chain_wide", s);
+    chain_bits_of("chain_tiny", switch_spec(0, 5));
+    chain_bits_of("chain_wide", switch_spec(1, 11));
 }
 
 static void flag_bits(void) {
     NEED_GPU();
-    glim_synth_spec s = glim_synth_tiny(); /* groups of 32, rows < SMs: blocks cut to nrb */
-    s.bits = 4;
-    s.seed = 5;
-    flag_bits_of("flag_tiny", s);
-    s = glim_synth_tiny(); /* groups of 64, gate/up's row blocks past the SMs, a 1408-wide down */
-    s.bits = 4;
-    s.group_size = 64;
-    s.hidden_size = 512;
-    s.intermediate_size = 1408;
-    s.n_layers = 3;
-    s.n_heads = 8;
-    s.n_kv_heads = 2;
-    s.head_dim = 64;
-    s.vocab_size = 4160;
-    s.sliding_window = 16;
-    s.seed = 13;
-    flag_bits_of("flag_wide", s);
+    flag_bits_of("flag_tiny", switch_spec(0, 5));
+    flag_bits_of("flag_wide", switch_spec(1, 13));
 }
 
 static int is_file(const char *p) {
