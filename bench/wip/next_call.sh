@@ -35,3 +35,5 @@ sh bench/ab_decode.sh old mid new old mid new
 # the attention rows: wait / q and tiles (q + first tile + math) / merge; the three parts must
 # add up to the q-and-tiles figure (~6.2 us at context 0)
 grep -E "^\| attention" $OUT/e.md | head -6
+# everything under $OUT in one file (the tool returns only a few files)
+tar czf /tmp/r.tgz -C "$OUT" . && mv /tmp/r.tgz "$OUT/r.tgz"

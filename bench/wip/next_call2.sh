@@ -13,3 +13,5 @@ C2=new,GLIM_CUDA_CLUSTER_PRODUCTS=11
 F=new,GLIM_CUDA_FLAG_WAIT=1
 N=new,GLIM_CUDA_LATE_NORM=1
 sh bench/ab_decode.sh new new,GLIM_CUDA_LATE_GAINS=1 $C1 $C2 $F $N new new,GLIM_CUDA_LATE_GAINS=1 $C1 $C2 $F $N
+# everything under $OUT in one file (the tool returns only a few files)
+tar czf /tmp/r.tgz -C "$OUT" . && mv /tmp/r.tgz "$OUT/r.tgz"
