@@ -35,5 +35,6 @@ sh bench/ab_decode.sh old mid new old mid new
 # the attention rows: wait / q and tiles (q + first tile + math) / merge; the three parts must
 # add up to the q-and-tiles figure (~6.2 us at context 0)
 grep -E "^\| attention" $OUT/e.md | head -6
-# everything under $OUT in one file (the tool returns only a few files)
-tar czf /tmp/r.tgz -C "$OUT" . && mv /tmp/r.tgz "$OUT/r.tgz"
+# everything under $OUT in one file, which alone comes back with e.md (the tool returns at most
+# 8 files, and which ones of more is not said)
+tar czf /tmp/r.tgz -C "$OUT" . && cp "$OUT/e.md" /tmp/e.md 2>/dev/null; rm -rf "$OUT"/* && mv /tmp/r.tgz "$OUT/r.tgz" && { [ -f /tmp/e.md ] && mv /tmp/e.md "$OUT/e.md"; true; }

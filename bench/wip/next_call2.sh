@@ -13,5 +13,6 @@ C2=new,GLIM_CUDA_CLUSTER_PRODUCTS=11
 F=new,GLIM_CUDA_FLAG_WAIT=1
 N=new,GLIM_CUDA_LATE_NORM=1
 sh bench/ab_decode.sh new new,GLIM_CUDA_LATE_GAINS=1 $C1 $C2 $F $N new new,GLIM_CUDA_LATE_GAINS=1 $C1 $C2 $F $N
-# everything under $OUT in one file (the tool returns only a few files)
-tar czf /tmp/r.tgz -C "$OUT" . && mv /tmp/r.tgz "$OUT/r.tgz"
+# everything under $OUT in one file, which alone comes back with e.md (the tool returns at most
+# 8 files, and which ones of more is not said)
+tar czf /tmp/r.tgz -C "$OUT" . && cp "$OUT/e.md" /tmp/e.md 2>/dev/null; rm -rf "$OUT"/* && mv /tmp/r.tgz "$OUT/r.tgz" && { [ -f /tmp/e.md ] && mv /tmp/e.md "$OUT/e.md"; true; }
