@@ -89,16 +89,28 @@ typedef float DmvSum;
  * (DMV_SCRATCH), so that no barrier is needed after the reads (the prologue's next write to a
  * buffer comes after a later barrier). */
 #define DMV_SCRATCH (2 * DMV_WARPS)
-static __device__ DmvSum dmv_block_sum(DmvSum v, DmvSum *scratch, int buf) {
+/* Its two halves: each warp's sum into scratch (dmv_block_put), and, after a barrier, the warps'
+ * sums added in warp order (dmv_block_gather). GLIM_CUDA_LATE_NORM puts before the staging's
+ * barrier and gathers only at the loop's first row end (decode_mv_tma.cuh). */
+__device__ __forceinline__ void dmv_block_put(DmvSum v, DmvSum *scratch, int buf) {
     v = gcu_warp_sum(v);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    DmvSum *sc = scratch + buf * DMV_WARPS;
-    if (lane == 0) sc[warp] = v;
-    __syncthreads();
+    if ((threadIdx.x & 31) == 0) scratch[buf * DMV_WARPS + (threadIdx.x >> 5)] = v;
+}
+__device__ __forceinline__ DmvSum dmv_block_gather(const DmvSum *scratch, int buf) {
     DmvSum r = 0;
 #pragma unroll
-    for (int w = 0; w < DMV_WARPS; w++) r += sc[w];
+    for (int w = 0; w < DMV_WARPS; w++) r += scratch[buf * DMV_WARPS + w];
     return r;
+}
+static __device__ DmvSum dmv_block_sum(DmvSum v, DmvSum *scratch, int buf) {
+    dmv_block_put(v, scratch, buf);
+    __syncthreads();
+    return dmv_block_gather(scratch, buf);
+}
+/* An RMS norm's scale from the row's sum of squares (every prologue the same way, so that their
+ * bits agree). */
+__device__ __forceinline__ float dmv_norm_inv(DmvSum ss, int K, float eps) {
+    return 1.0f / sqrtf((float)(ss / K) + eps);
 }
 
 /* Shared memory of a block, in this order: hi column [cs] and lo column [cs] (bf16), the group
@@ -154,7 +166,7 @@ static __device__ DmvSum dmv_residual(const DmvArgs &a, const DmvSmem &m, DmvSum
     const int K = a.K, tid = threadIdx.x;
     DmvSum ss = 0;
     for (int i = tid; i < K; i += DMV_THREADS) ss += m.row[i] * m.row[i];
-    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 0) / K) + a.eps_add);
+    float inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 0), K, a.eps_add);
     const bool writer = blockIdx.x == 0 && a.h_out;
     ss = 0;
     for (int i = tid; i < K; i += DMV_THREADS) {
@@ -178,7 +190,7 @@ static __device__ void dmv_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSu
     }
     /* the consumer's norm: one loop for both, so a NORM over a row k_dmv_resid wrote gives the
      * bits of the RESID prologue */
-    float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
+    float inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 1), K, a.eps_out);
     for (int i = tid; i < K; i += DMV_THREADS)
         m.row[i] = dmv_norm_value(m.row[i], inv, m.wout[i], a.norm_out == GCU_NORM_CENTERED);
     __syncthreads();

@@ -57,7 +57,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     for (int j = 0; j < TMA_JM; j++)
         if (tid + j * DMV_THREADS < K) ss += s[j] * s[j];
     if (a.pro == GCU_PRO_RESID) {
-        const float inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 0) / K) + a.eps_add);
+        const float inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 0), K, a.eps_add);
         const bool writer = blockIdx.x == 0 && a.h_out;
         ss = 0;
 #pragma unroll
@@ -71,16 +71,12 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
         }
     }
     /* GLIM_CUDA_LATE_NORM: the row staged unscaled, y (1 + w); each warp's part of the sum of
-     * squares goes to scratch's second half for tma_late_inv, published by the barrier below,
-     * and the scale is applied to the row sums (tma_units): the reduction's barrier and the
-     * division and square root leave the critical path */
+     * squares goes to scratch's second half, published by the barrier below, and tma_units
+     * applies the scale to the row sums: the reduction's barrier and the division and square
+     * root leave the critical path */
     float inv = 1.0f;
-    if (a.late_norm) {
-        ss = gcu_warp_sum(ss);
-        if ((tid & 31) == 0) scratch[DMV_WARPS + (tid >> 5)] = ss;
-    } else {
-        inv = 1.0f / sqrtf((float)(dmv_block_sum(ss, scratch, 1) / K) + a.eps_out);
-    }
+    if (a.late_norm) dmv_block_put(ss, scratch, 1);
+    else inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 1), K, a.eps_out);
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = tid + j * DMV_THREADS;
@@ -88,16 +84,6 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
         m.row[i] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
     }
     __syncthreads();
-}
-
-/* GLIM_CUDA_LATE_NORM: the consumer norm's scale from the warps' sums of squares that
- * tma_prepare_row left in scratch's second half, in dmv_block_sum's order, so the same bits as
- * the scale it would have applied to the row. */
-__device__ __forceinline__ float tma_late_inv(const DmvArgs &a, const DmvSum *scratch) {
-    DmvSum r = 0;
-#pragma unroll
-    for (int w = 0; w < DMV_WARPS; w++) r += scratch[DMV_WARPS + w];
-    return 1.0f / sqrtf((float)(r / a.K) + a.eps_out);
 }
 
 /* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
@@ -279,8 +265,8 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
         if (++sp == a.nspan || j + 1 == n) {
             float vg[1], vh[1];
             dmv_row_sums<KIND, I8>(acc, vg, vh);
-            if (late) { /* GLIM_CUDA_LATE_NORM (tma_prepare_row) */
-                if (osc == 0.0f) osc = tma_late_inv(d, late);
+            if (late) { /* GLIM_CUDA_LATE_NORM: the scale tma_prepare_row left unapplied */
+                if (osc == 0.0f) osc = dmv_norm_inv(dmv_block_gather(late, 1), d.K, d.eps_out);
                 vg[0] *= osc;
                 vh[0] *= osc;
             }
