@@ -564,8 +564,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * first (numbered as launched, the working blocks of a long full layer without head groups
      * sat among three times as many empty ones, and the last started ~12 us late). */
     int kvh, hgi, sp;
+    const int ng = a.Hkv * (grouped ? HG : 1); /* the (kv head, head group) pairs in use */
     if (a.pack) {
-        const int ng = a.Hkv * (grouped ? HG : 1), b = blockIdx.x + gridDim.x * blockIdx.y;
+        const int b = blockIdx.x + gridDim.x * blockIdx.y;
         if (b >= ng * nsp) return;
         sp = b / ng;
         kvh = (b % ng) / (grouped ? HG : 1);
@@ -589,7 +590,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, D, pos, lane);
     /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits) wait on
      * the previous matvec's arrivals instead of its grid's completion */
-    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(a.Hkv * (grouped ? HG : 1) * nsp));
+    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(ng * nsp));
     else gcu_pdl_wait();
     gcu_tl_mark(a.tl, GCU_TL_RELEASE);
     if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();

@@ -638,8 +638,6 @@ static glim_status stage(gcu_session *s, int op, int T, int K, float *h, const f
 
 static int span_elems(const gcu_xfmt *f) { return f->kind == GCU_KIND_DENSE ? 32 : 512 / f->bits; }
 
-/* Attention of layer l; stage_o: also stage the o_proj input for the generic matvec (the
- * decode_mv.cu path reads the fp32 output itself). */
 /* GLIM_CUDA_FLAG_WAIT while a decoded token is enqueued (s->flags_now): the next launch, of
  * `blocks` blocks, waits on the slot the previous one arrives on (if it arrives) and arrives on
  * the other (arrive NULL: it is the token's last, the head). The slots alternate, so a slot is
@@ -656,6 +654,8 @@ static void flag_link(gcu_session *s, unsigned **wait, int *need, unsigned **arr
     }
 }
 
+/* Attention of layer l; stage_o: also stage the o_proj input for the generic matvec (the
+ * decode_mv.cu path reads the fp32 output itself). */
 static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
@@ -878,26 +878,33 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     return gcu_dmv_launch(&c, s->st, err);
 }
 
-/* The chained form of layer l's products after attention (gcu_dmv_chain_launch): o_proj,
- * gate/up, down and the next layer's qkvg, or the head after the last layer. Fills c and
- * returns how many the chain takes: 4, or 3 when the head cannot join (its format differs; it
- * then runs as a kernel of its own), or 0 when the layer cannot be chained at all. */
-static int chain_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
+/* Layer l's products after attention, as decode_layer runs them without hooks: o_proj,
+ * gate/up, down and the next layer's RESID qkvg, or the head after the last layer. */
+static void layer_tail_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
-    const int Hd = g->hidden, last = l + 1 == g->L;
+    const int Hd = g->hidden;
     c[0] = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                     GCU_EPI_STORE, s->oout, Hd);
     c[1] = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h,
                     y->w_post_attn, y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
     c[2] = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                     GCU_EPI_STORE, s->dout, Hd);
-    if (last)
+    if (l + 1 == g->L)
         c[3] = dmv_make(s, &g->head, GCU_PRO_RESID, Hd, s->dout, s->h, NULL, y->w_post_ffn, g->w_final,
                         GCU_EPI_SOFTCAP, s->logits, g->vocab);
     else
         c[3] = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
                         y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
+}
+
+/* Their chained form (gcu_dmv_chain_launch). Fills c and returns how many the chain takes: 4,
+ * or 3 when the head cannot join (its format differs; it then runs as a kernel of its own), or
+ * 0 when the layer cannot be chained at all. */
+static int chain_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
+    const gcu_model *g = s->m;
+    const int last = l + 1 == g->L;
+    layer_tail_calls(s, l, c);
     for (int i = 0; i < 4; i++) {
         c[i].stamps = NULL;
         c[i].tma_slots = g->opt.chain_slots; /* one ring for all: its own depth */
@@ -926,16 +933,8 @@ static int flags_fit(gcu_session *s) {
                                GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
     if (!gcu_dmv_flags_ok(&q0)) return 0;
     for (int l = 0; l < g->L; l++) {
-        const gcu_layer *y = &g->layer[l];
-        gcu_dmv_call c[4] = {
-            dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->oout, Hd),
-            dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, s->h2, s->h, y->w_post_attn, y->w_pre_ffn,
-                     GCU_EPI_SWIGLU, s->act, g->inter),
-            dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->dout, Hd),
-            l + 1 < g->L ? dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, y->w_post_ffn,
-                                    g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g))
-                         : dmv_make(s, &g->head, GCU_PRO_RESID, Hd, s->dout, s->h, NULL, y->w_post_ffn, g->w_final,
-                                    GCU_EPI_SOFTCAP, s->logits, g->vocab)};
+        gcu_dmv_call c[4];
+        layer_tail_calls(s, l, c);
         for (int i = 0; i < 4; i++)
             if (!gcu_dmv_flags_ok(&c[i])) return 0;
     }

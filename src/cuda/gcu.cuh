@@ -402,11 +402,6 @@ __device__ __forceinline__ void gcu_l2_prefetch(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
-/* The fence of the message-passing pattern the merges use (partials written, fence, counter
- * atomic; the last arrival: fence, partials read): acquire-release at GPU scope is what the
- * pattern needs. __threadfence() is the sequentially consistent fence.sc.gpu (MEMBAR.SC.GPU),
- * which is stronger than needed and waits longer; sc selects it (GLIM_CUDA_FENCE_SC, for the
- * bench's comparison). */
 /* A count of blocks in global memory that grids synchronise on without the PDL wait (the
  * chain's steps, decode_chain.cu; GLIM_CUDA_FLAG_WAIT's boundaries, gcu_flag_wait). Arrive:
  * count += 1 with release semantics at GPU scope, after a block barrier, so that the writes of
@@ -451,6 +446,11 @@ __device__ __forceinline__ void gcu_flag_wait(unsigned *slot, unsigned need, uns
     }
 }
 
+/* The fence of the message-passing pattern the merges use (partials written, fence, counter
+ * atomic; the last arrival: fence, partials read): acquire-release at GPU scope is what the
+ * pattern needs. __threadfence() is the sequentially consistent fence.sc.gpu (MEMBAR.SC.GPU),
+ * which is stronger than needed and waits longer; sc selects it (GLIM_CUDA_FENCE_SC, for the
+ * bench's comparison). */
 __device__ __forceinline__ void gcu_fence_gpu(int sc) {
     if (sc) __threadfence();
     else asm volatile("fence.acq_rel.gpu;" ::: "memory");
