@@ -109,6 +109,14 @@ int glim_session_n_ctx(const glim_session *session);
 /* Forget everything: position back to 0. */
 void glim_session_reset(glim_session *session);
 
+/* Forget the tokens from `position` on (0 <= position <= the current position), keeping the
+ * cache before it, so that a new continuation can be evaluated from there (a server reusing the
+ * common prefix of two prompts). A sliding layer keeps its keys in a ring of a few rows more than
+ * its window, so a long rewind may find keys the window still needs overwritten: then it fails
+ * with GLIM_E_UNSUPPORTED, saying how far back it can go, and the session is unchanged (reset
+ * and evaluate from 0 instead). */
+glim_status glim_session_rewind(glim_session *session, int position, glim_error *err);
+
 /* Evaluates n tokens starting at `position`, which must equal glim_session_position().
  * `logits` must hold exactly logits_len floats: 0 for NONE, vocab for LAST, n*vocab for ALL.
  * On error nothing is added to the cache. */

@@ -22,6 +22,9 @@ typedef struct glim_backend {
      * (LAST: the last row; ALL: n rows). Does not advance s->pos (the caller does). */
     glim_status (*forward)(glim_session *s, const int32_t *tokens, int n, glim_logits_mode mode,
                            float *logits, glim_error *err);
+    /* Rows of a sliding layer's KV ring (key at position j lives in row j % rows): how far back
+     * glim_session_rewind may go. */
+    int (*sliding_rows)(const glim_session *s);
 } glim_backend;
 
 extern const glim_backend glim_backend_cpu;

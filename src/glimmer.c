@@ -171,6 +171,29 @@ void glim_session_free(glim_session *s) {
 int glim_session_position(const glim_session *s) { return s->pos; }
 int glim_session_n_ctx(const glim_session *s) { return s->n_ctx; }
 void glim_session_reset(glim_session *s) { s->pos = 0; }
+
+glim_status glim_session_rewind(glim_session *s, int position, glim_error *err) {
+    if (!s) return glim_fail(err, GLIM_E_ARG, "glim_session_rewind: no session");
+    if (position < 0 || position > s->pos)
+        return glim_fail(err, GLIM_E_ARG, "cannot rewind to position %d: the cache holds %d tokens",
+                         position, s->pos);
+    const glim_config *c = &s->model->cfg;
+    int sliding = 0;
+    for (int l = 0; l < c->n_layers; l++) sliding |= !c->layer_is_full[l];
+    if (sliding) {
+        /* The next query at `position` needs keys max(0, position - W + 1) .. position - 1; the
+         * tokens evaluated since overwrote ring rows of keys up to pos - 1 - rows. */
+        const int rows = s->model->backend->sliding_rows(s), W = c->sliding_window;
+        const int need = position - W + 1 > 0 ? position - W + 1 : 0;
+        if (need <= s->pos - 1 - rows)
+            return glim_fail(err, GLIM_E_UNSUPPORTED,
+                             "cannot rewind from %d to %d tokens: the sliding layers' rings (%d rows, "
+                             "window %d) no longer hold key %d; at most %d tokens back, or reset",
+                             s->pos, position, rows, W, need, rows - W + 1);
+    }
+    s->pos = position;
+    return GLIM_OK;
+}
 const glim_timing *glim_session_timing(const glim_session *s) { return &s->timing; }
 
 glim_status glim_eval(glim_session *s, const int32_t *tokens, int n, int position,

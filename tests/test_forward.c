@@ -224,6 +224,53 @@ static void ring_wraps_correctly(void) {
     glim_model_close(m);
 }
 
+/* Rewinding and evaluating a different continuation gives, bit for bit, a fresh session's
+ * logits for the same sequence; a rewind past what the sliding ring still holds is refused and
+ * leaves the session where it was. Window 8, n_batch 4: the ring has 12 rows, so from 40 tokens
+ * the cache can go back 12 - 8 + 1 = 5 tokens, not 6. */
+static void rewind_then_continue(void) {
+    glim_synth_spec spec = glim_synth_tiny();
+    spec.n_layers = 2; /* layer 0 sliding, layer 1 full */
+    spec.vocab_size = 64;
+    const char *dir = make_model("ring", spec);
+    REQUIRE(dir, "no model");
+    glim_model *m = open_model(dir);
+    REQUIRE(m, "cannot open");
+    enum { T = 40 };
+    const int V = spec.vocab_size;
+    int32_t first[T], second[T];
+    random_tokens(first, T, V, 5);
+    memcpy(second, first, sizeof first);
+    for (int t = T - 5; t < T; t++) second[t] = (first[t] + 1 + t) % V; /* the last 5 differ */
+    float *want = malloc(sizeof(float) * T * V), *got = malloc(sizeof(float) * 5 * V);
+    REQUIRE(want && got, "oom");
+    REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
+    glim_error err = {0};
+    glim_session *s = NULL;
+    glim_session_params sp = {64, 4};
+    REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
+    REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_rewind(s, T - 6, &err) == GLIM_E_UNSUPPORTED, "a 6-token rewind was allowed");
+    CHECK(strstr(err.message, "at most 5 tokens back") != NULL, "message: %s", err.message);
+    CHECK(glim_session_position(s) == T, "a refused rewind moved the session to %d", glim_session_position(s));
+    CHECK(glim_session_rewind(s, T + 1, &err) == GLIM_E_ARG, "a rewind forward was allowed");
+    CHECK(glim_session_rewind(s, T - 5, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_position(s) == T - 5, "position %d after the rewind", glim_session_position(s));
+    CHECK(glim_eval(s, second + T - 5, 5, T - 5, GLIM_LOGITS_ALL, got, (size_t)5 * V, &err) == GLIM_OK, "%s",
+          err.message);
+    CHECK(memcmp(got, want + (size_t)(T - 5) * V, sizeof(float) * 5 * V) == 0,
+          "logits after the rewind differ from a fresh session's (max %g)",
+          max_abs_diff(got, want + (size_t)(T - 5) * V, (size_t)5 * V, NULL));
+    /* at the start nothing has wrapped: any rewind is fine */
+    glim_session_reset(s);
+    REQUIRE(glim_eval(s, first, 10, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_rewind(s, 0, &err) == GLIM_OK, "rewind of 10 tokens inside the ring: %s", err.message);
+    glim_session_free(s);
+    free(want);
+    free(got);
+    glim_model_close(m);
+}
+
 static void remove_tree(void) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
@@ -239,6 +286,7 @@ int main(void) {
     RUN(fixture_tells_faults_apart);
     RUN(chunk_sizes_and_prefill_then_decode_agree);
     RUN(ring_wraps_correctly);
+    RUN(rewind_then_continue);
     remove_tree();
     return CHECK_DONE();
 }

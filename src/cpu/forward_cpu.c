@@ -285,6 +285,13 @@ static glim_status cpu_model_init(glim_model *m, void **state, glim_error *err) 
 
 static void cpu_model_free(glim_model *m, void *state) {}
 
+static int cpu_sliding_rows(const glim_session *s) {
+    const glim_config *c = &s->model->cfg;
+    for (int l = 0; l < c->n_layers; l++)
+        if (!c->layer_is_full[l]) return layer_ring(c, l, s->n_ctx, s->n_batch);
+    return s->n_ctx;
+}
+
 const glim_backend glim_backend_cpu = {
     .name = "cpu",
     .model_init = cpu_model_init,
@@ -293,4 +300,5 @@ const glim_backend glim_backend_cpu = {
     .session_init = cpu_session_init,
     .session_free = cpu_session_free,
     .forward = cpu_forward,
+    .sliding_rows = cpu_sliding_rows,
 };

@@ -1466,9 +1466,18 @@ static glim_status be_forward(glim_session *s, const int32_t *tokens, int n, gli
     return gcu_forward(g, tokens, n, s->pos, mode, logits, err);
 }
 
+/* A sliding layer's ring rows (ring_rows; every sliding layer has the same): how far back
+ * glim_session_rewind may go. */
+static int be_sliding_rows(const glim_session *s) {
+    const gcu_model *g = (const gcu_model *)s->model->backend_model;
+    for (int l = 0; l < g->L; l++)
+        if (!g->is_full[l]) return ring_rows(g, l, s->n_ctx);
+    return s->n_ctx;
+}
+
 static const glim_backend glim_backend_cuda = {
     "cuda", be_model_init, be_model_free, be_session_bytes, be_session_init, be_session_free,
-    be_forward,
+    be_forward, be_sliding_rows,
 };
 
 extern "C" const glim_backend *glim_backend_cuda_get(void) {

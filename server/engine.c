@@ -1,0 +1,487 @@
+/* engine.c: generation for `glimmer serve`. One model and tokenizer, and `parallel` sessions
+ * ("slots"), each remembering the token ids its KV cache holds. A request takes the free slot
+ * whose cache shares the longest prefix with its prompt (a conversation that grows by a turn
+ * re-evaluates only the turn), rewinds it to that prefix, evaluates the rest, then generates
+ * token by token. Evaluations of all slots take turns under one lock, a token or a batch of
+ * prompt tokens at a time, so concurrent requests interleave instead of queueing whole.
+ * Chat output goes through the Muse chat parser (reasoning, answer, tool calls); stop strings
+ * are matched on the answer text, holding back what could be the start of one. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "server.h"
+
+typedef struct slot {
+    glim_session *s;
+    int32_t *ids; /* what the cache holds: ids[0 .. position) */
+    int cap;
+    int busy;
+    unsigned long long used; /* request counter when last taken (least recently used first) */
+} slot;
+
+struct srv_engine {
+    srv_config cfg;
+    glim_model *m;
+    const glim_model_info *in;
+    glim_tokenizer *tok;
+    int chat_ok; /* the tokenizer has the Muse chat tokens */
+    slot *slots;
+    pthread_mutex_t lock; /* slots' busy flags, waiting, stopping */
+    pthread_cond_t freed;
+    int waiting, stopping;
+    unsigned long long requests;
+    pthread_mutex_t eval_lock; /* one evaluation at a time on the model */
+};
+
+/* Stop strings over a stream of text: hands out what can no longer be the start of one. */
+typedef struct stopper {
+    const char *const *stop;
+    int n_stop;
+    size_t longest;
+    char *buf;
+    size_t n, sent, cap;
+    int hit;
+} stopper;
+
+struct srv_gen {
+    srv_engine *e;
+    slot *sl;
+    int kind;
+    glim_sampler *smp;
+    float *logits;
+    glim_chat_parser *parser;  /* chat */
+    glim_stream_decoder *dec;  /* completion */
+    const glim_chat_tool *tools;
+    int n_tools;
+    int max_tokens;
+    stopper st;
+    srv_usage u;
+    double t0;
+    srv_call *calls;
+    int n_calls;
+    glim_tokens out; /* the ids generated */
+    int reasoned;    /* some reasoning text went out */
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A failure whose message the library already wrote: only its HTTP status. */
+static int keep(glim_error *err, int status) { return status; }
+
+static int fail(glim_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(glim_error *err, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->code = status == 400 ? GLIM_E_ARG : GLIM_E_BACKEND;
+    return status;
+}
+
+/* ---- the engine ------------------------------------------------------------------------------ */
+
+srv_engine *srv_engine_open(const srv_config *cfg, glim_error *err) {
+    srv_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        fail(err, 500, "out of memory");
+        return NULL;
+    }
+    e->cfg = *cfg;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_init(&e->eval_lock, NULL);
+    pthread_cond_init(&e->freed, NULL);
+    if (glim_tokenizer_load(cfg->model_dir, &e->tok, err) != GLIM_OK) goto bad;
+    glim_model_params mp = {cfg->backend, cfg->threads};
+    if (glim_model_open(cfg->model_dir, &mp, &e->m, err) != GLIM_OK) goto bad;
+    e->in = glim_model_get_info(e->m);
+    if (glim_tokenizer_n_vocab(e->tok) > e->in->vocab_size) {
+        fail(err, 500, "the tokenizer has %d ids but the model only %d", glim_tokenizer_n_vocab(e->tok),
+             e->in->vocab_size);
+        goto bad;
+    }
+    e->chat_ok = glim_tokenizer_find(e->tok, "<|eot|>") >= 0 && glim_tokenizer_find(e->tok, "<|start|>") >= 0;
+    if (e->cfg.n_ctx <= 0) e->cfg.n_ctx = 8192;
+    if (e->cfg.n_ctx > e->in->max_position) e->cfg.n_ctx = e->in->max_position;
+    e->slots = calloc((size_t)cfg->parallel, sizeof *e->slots);
+    if (!e->slots) {
+        fail(err, 500, "out of memory");
+        goto bad;
+    }
+    glim_session_params sp = {e->cfg.n_ctx, cfg->n_batch};
+    for (int i = 0; i < cfg->parallel; i++) {
+        slot *s = &e->slots[i];
+        s->cap = e->cfg.n_ctx;
+        s->ids = malloc(sizeof(int32_t) * (size_t)s->cap);
+        if (!s->ids) {
+            fail(err, 500, "out of memory");
+            goto bad;
+        }
+        if (glim_session_create(e->m, &sp, &s->s, err) != GLIM_OK) {
+            char why[900];
+            snprintf(why, sizeof why, "%.899s", err->message);
+            fail(err, 500, "slot %d of %d (context %d tokens): %.900s", i + 1, cfg->parallel, e->cfg.n_ctx, why);
+            goto bad;
+        }
+    }
+    return e;
+bad:
+    srv_engine_close(e);
+    return NULL;
+}
+
+void srv_engine_close(srv_engine *e) {
+    if (!e) return;
+    for (int i = 0; e->slots && i < e->cfg.parallel; i++) {
+        glim_session_free(e->slots[i].s);
+        free(e->slots[i].ids);
+    }
+    free(e->slots);
+    glim_model_close(e->m);
+    glim_tokenizer_free(e->tok);
+    pthread_cond_destroy(&e->freed);
+    pthread_mutex_destroy(&e->eval_lock);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+const srv_config *srv_engine_config(const srv_engine *e) { return &e->cfg; }
+
+void srv_engine_stop(srv_engine *e) {
+    pthread_mutex_lock(&e->lock);
+    e->stopping = 1;
+    pthread_cond_broadcast(&e->freed);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int stopping(srv_engine *e) {
+    pthread_mutex_lock(&e->lock);
+    int s = e->stopping;
+    pthread_mutex_unlock(&e->lock);
+    return s;
+}
+
+/* ---- slots ----------------------------------------------------------------------------------- */
+
+static int common_prefix(const slot *s, const int32_t *ids, int n) {
+    int pos = glim_session_position(s->s), k = 0;
+    while (k < pos && k < n && s->ids[k] == ids[k]) k++;
+    return k;
+}
+
+/* The free slot sharing the longest prefix with ids (least recently used among equals); waits for
+ * one when all are busy. 0, or 503 when the queue is full or the server stops. */
+static int take_slot(srv_engine *e, const int32_t *ids, int n, slot **out, glim_error *err) {
+    pthread_mutex_lock(&e->lock);
+    if (e->waiting >= e->cfg.max_queue) {
+        pthread_mutex_unlock(&e->lock);
+        return fail(err, 503, "the server is busy: %d requests are already waiting for a slot (--parallel %d)",
+                    e->waiting, e->cfg.parallel);
+    }
+    e->waiting++;
+    slot *best = NULL;
+    for (;;) {
+        int best_k = -1;
+        for (int i = 0; i < e->cfg.parallel; i++) {
+            slot *s = &e->slots[i];
+            if (s->busy) continue;
+            int k = common_prefix(s, ids, n);
+            if (k > best_k || (k == best_k && s->used < best->used)) best = s, best_k = k;
+        }
+        if (best || e->stopping) break;
+        pthread_cond_wait(&e->freed, &e->lock);
+    }
+    e->waiting--;
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->lock);
+        return fail(err, 503, "the server is shutting down");
+    }
+    best->busy = 1;
+    best->used = ++e->requests;
+    pthread_mutex_unlock(&e->lock);
+    *out = best;
+    return 0;
+}
+
+static void give_slot(srv_engine *e, slot *s) {
+    pthread_mutex_lock(&e->lock);
+    s->busy = 0;
+    pthread_cond_signal(&e->freed);
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Evaluates ids on the slot (logits of the last one when `logits`), recording them as cached;
+ * in batches of the session's size, each under the evaluation lock, so that other slots' tokens
+ * run in between. */
+static int slot_eval(srv_engine *e, slot *s, const int32_t *ids, int n, float *logits, glim_error *err) {
+    const int batch = e->cfg.n_batch > 0 ? e->cfg.n_batch : 64;
+    for (int done = 0; done < n;) {
+        int k = n - done < batch ? n - done : batch, last = done + k == n;
+        int pos = glim_session_position(s->s);
+        pthread_mutex_lock(&e->eval_lock);
+        glim_status st = glim_eval(s->s, ids + done, k, pos, last && logits ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE,
+                                   last && logits ? logits : NULL, last && logits ? (size_t)e->in->vocab_size : 0, err);
+        pthread_mutex_unlock(&e->eval_lock);
+        if (st != GLIM_OK) {
+            char why[900];
+            snprintf(why, sizeof why, "%.899s", err->message);
+            return fail(err, st == GLIM_E_ARG ? 400 : 500, "evaluating tokens %d..%d failed: %.900s", pos, pos + k - 1, why);
+        }
+        memcpy(s->ids + pos, ids + done, sizeof(int32_t) * (size_t)k);
+        done += k;
+    }
+    return 0;
+}
+
+/* ---- stop strings ---------------------------------------------------------------------------- */
+
+static void stopper_init(stopper *f, const char *const *stop, int n) {
+    memset(f, 0, sizeof *f);
+    f->stop = stop;
+    f->n_stop = n;
+    for (int i = 0; i < n; i++)
+        if (strlen(stop[i]) > f->longest) f->longest = strlen(stop[i]);
+}
+
+/* Adds text and moves `sent` to the end of what may be handed out: all of it without stop
+ * strings; else up to a stop string (then `hit`, and `n` cut there: nothing after it is ever
+ * output), or short of a tail that could still begin one, on a character boundary. The output is
+ * always buf[0 .. sent): a caller hands out buf[old sent .. sent). -1: out of memory. */
+static int stopper_push(stopper *f, const char *t, size_t n) {
+    if (f->hit) return 0;
+    if (f->n + n + 1 > f->cap) {
+        size_t cap = (f->n + n + 1) * 2;
+        char *b = realloc(f->buf, cap);
+        if (!b) return -1;
+        f->buf = b, f->cap = cap;
+    }
+    memcpy(f->buf + f->n, t, n);
+    f->n += n;
+    f->buf[f->n] = 0;
+    /* a match starts at or after sent: earlier text was held back while it could begin one */
+    for (int i = 0; i < f->n_stop; i++) {
+        const char *hit = memmem(f->buf + f->sent, f->n - f->sent, f->stop[i], strlen(f->stop[i]));
+        if (hit) f->n = (size_t)(hit - f->buf), f->hit = 1;
+    }
+    size_t end = f->n;
+    if (!f->hit && f->longest > 1) {
+        end = f->n >= f->sent + f->longest - 1 ? f->n - (f->longest - 1) : f->sent;
+        while (end > f->sent && (f->buf[end] & 0xC0) == 0x80) end--; /* whole characters only */
+    }
+    f->sent = end;
+    return 0;
+}
+
+/* The end: everything held back goes out. */
+static void stopper_flush(stopper *f) { f->sent = f->n; }
+
+/* ---- generation ------------------------------------------------------------------------------ */
+
+static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, glim_error *err) {
+    if (r->kind == SRV_CHAT) {
+        if (!e->chat_ok)
+            return fail(err, 400, "this checkpoint's tokenizer has no Muse chat tokens (<|start|>, <|eot|>): "
+                                  "use /v1/completions");
+        glim_chat_options co = {.reasoning_strength = r->reasoning ? r->reasoning : e->cfg.reasoning,
+                                .current_date = e->cfg.date, .tools = r->tools, .n_tools = r->n_tools,
+                                .add_generation_prompt = 1};
+        if (glim_chat_tokenize(e->tok, r->messages, r->n_messages, &co, t, err) != GLIM_OK)
+            return keep(err, 400);
+    } else if (r->prompt) {
+        if (glim_tokenize(e->tok, r->prompt, strlen(r->prompt), GLIM_TOK_ADD_SPECIAL, t, err) != GLIM_OK)
+            return keep(err, 400);
+    } else {
+        for (int i = 0; i < r->n_prompt_ids; i++) {
+            if (r->prompt_ids[i] >= e->in->vocab_size)
+                return fail(err, 400, "'prompt[%d]' is token id %d, outside the vocabulary of %d", i, r->prompt_ids[i],
+                            e->in->vocab_size);
+            if (glim_tokens_push(t, r->prompt_ids[i], err) != GLIM_OK) return fail(err, 500, "out of memory");
+        }
+    }
+    if (t->n == 0) return fail(err, 400, "the prompt is empty");
+    if ((long long)t->n + 1 > e->cfg.n_ctx)
+        return fail(err, 400, "the prompt is %zu tokens; the context holds %d (one more is needed to generate): "
+                              "shorten it, or start the server with a larger -c", t->n, e->cfg.n_ctx);
+    return 0;
+}
+
+int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error *err) {
+    *out = NULL;
+    glim_tokens t = {0};
+    int st = prompt_ids(e, r, &t, err);
+    srv_gen *g = st ? NULL : calloc(1, sizeof *g);
+    if (!st && !g) st = fail(err, 500, "out of memory");
+    if (st) {
+        glim_tokens_free(&t);
+        return st;
+    }
+    g->e = e;
+    g->kind = r->kind;
+    g->tools = r->tools, g->n_tools = r->n_tools;
+    g->max_tokens = r->max_tokens;
+    g->u.prompt_tokens = (int)t.n;
+    stopper_init(&g->st, r->stop, r->n_stop);
+    glim_sampler_params sp = r->samp;
+    if (!r->seed_given && getrandom(&sp.seed, sizeof sp.seed, 0) != (ssize_t)sizeof sp.seed)
+        sp.seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)g;
+    g->logits = malloc(sizeof(float) * (size_t)e->in->vocab_size);
+    if (!g->logits) st = fail(err, 500, "out of memory");
+    else if (glim_sampler_create(&sp, e->in->vocab_size, &g->smp, err) != GLIM_OK) st = keep(err, 400);
+    else if (g->kind == SRV_CHAT && !(g->parser = glim_chat_parser_new(e->tok, r->tools, r->n_tools)))
+        st = fail(err, 500, "out of memory");
+    else if (g->kind == SRV_COMPLETION && !(g->dec = glim_stream_decoder_new(e->tok, 0)))
+        st = fail(err, 500, "out of memory");
+    if (!st) st = take_slot(e, t.ids, (int)t.n, &g->sl, err);
+    if (!st) {
+        /* reuse the longest cached prefix, but evaluate at least the last prompt token: its logits
+         * are not kept */
+        slot *s = g->sl;
+        int keep = common_prefix(s, t.ids, (int)t.n);
+        if (keep == (int)t.n) keep--;
+        glim_error rw;
+        if (glim_session_rewind(s->s, keep, &rw) != GLIM_OK) { /* the sliding ring moved on */
+            glim_session_reset(s->s);
+            keep = 0;
+        }
+        g->u.cached_tokens = keep;
+        double t0 = now_s();
+        st = slot_eval(e, s, t.ids + keep, (int)t.n - keep, g->logits, err);
+        g->u.prompt_seconds = now_s() - t0;
+        g->t0 = now_s();
+    }
+    glim_tokens_free(&t);
+    if (st) {
+        srv_gen_free(g);
+        return st;
+    }
+    *out = g;
+    return 0;
+}
+
+static int is_stop_id(const srv_engine *e, int32_t id) {
+    for (int i = 0; i < e->in->n_stop_ids; i++)
+        if (e->in->stop_ids[i] == id) return 1;
+    return 0;
+}
+
+/* The parsed tool calls, named as the client declared them, with fresh ids. */
+static int take_calls(srv_gen *g, const glim_chat_result *res) {
+    if (!res->n_calls) return 0;
+    g->calls = calloc((size_t)res->n_calls, sizeof *g->calls);
+    if (!g->calls) return -1;
+    for (int i = 0; i < res->n_calls; i++) {
+        srv_call *c = &g->calls[g->n_calls++];
+        const char *name = res->calls[i].name;
+        if (!strncmp(name, "functions.", 10)) name += 10;
+        unsigned char b[12];
+        if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, i, sizeof b);
+        c->id = malloc(5 + 2 * sizeof b + 1);
+        c->name = strdup(name);
+        c->arguments = strdup(res->calls[i].arguments ? res->calls[i].arguments : "{}");
+        if (!c->id || !c->name || !c->arguments) return -1;
+        int k = sprintf(c->id, "call_");
+        for (size_t j = 0; j < sizeof b; j++) k += sprintf(c->id + k, "%02x", b[j]);
+    }
+    return 0;
+}
+
+/* The end of a generation: what the stop strings held back goes out with this token's text
+ * (answer text from `from` on), then the tool calls and the finish reason. */
+static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_error *err) {
+    stopper_flush(&g->st);
+    ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
+    if (g->st.hit) why = "stop";
+    if (g->kind == SRV_CHAT) {
+        glim_chat_result res;
+        if (glim_chat_parser_finish(g->parser, &res, err) != GLIM_OK) return keep(err, 500);
+        int bad = take_calls(g, &res), silent = !g->st.n && !g->reasoned && !g->n_calls;
+        glim_chat_result_free(&res);
+        if (bad) return fail(err, 500, "out of memory");
+        if (silent) {
+            /* nothing came out of the parser (the model did not follow the chat format, or was cut
+             * inside a message header): the raw text is the answer, rather than an empty message
+             * that hides what it wrote */
+            char *raw = NULL;
+            size_t n = 0;
+            if (glim_detokenize(g->e->tok, g->out.ids, g->out.n, GLIM_DETOK_SKIP_SPECIAL, &raw, &n, err) != GLIM_OK)
+                return keep(err, 500);
+            bad = stopper_push(&g->st, raw, n);
+            free(raw);
+            if (bad) return fail(err, 500, "out of memory");
+            stopper_flush(&g->st);
+            ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
+            if (g->st.hit) why = "stop";
+        }
+        if (g->n_calls && !g->st.hit) why = "tool_calls";
+    }
+    ev->done = 1;
+    ev->finish = why;
+    ev->calls = g->calls, ev->n_calls = g->n_calls;
+    g->u.gen_seconds = now_s() - g->t0;
+    return 0;
+}
+
+int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err) {
+    srv_engine *e = g->e;
+    memset(ev, 0, sizeof *ev);
+    if (stopping(e)) return fail(err, 503, "the server is shutting down");
+    int32_t id = glim_sampler_sample(g->smp, g->logits);
+    if (id < 0) return fail(err, 500, "the logits are all NaN: nothing to sample");
+    glim_sampler_accept(g->smp, id);
+    g->u.completion_tokens++;
+    if (glim_tokens_push(&g->out, id, err) != GLIM_OK) return fail(err, 500, "out of memory");
+    int stop = is_stop_id(e, id);
+    const char *text = NULL;
+    size_t len = 0, from = g->st.sent;
+    if (g->kind == SRV_CHAT) {
+        glim_chat_delta d;
+        stop |= glim_chat_parser_push(g->parser, id, &d);
+        if (d.channel == GLIM_CHANNEL_REASONING) ev->reasoning = d.text, ev->reasoning_len = d.len, g->reasoned |= d.len > 0;
+        else if (d.channel == GLIM_CHANNEL_ANSWER) text = d.text, len = d.len;
+    } else if (!stop) {
+        text = glim_stream_decoder_push(g->dec, id, &len);
+    }
+    if (len && stopper_push(&g->st, text, len)) return fail(err, 500, "out of memory");
+    slot *s = g->sl;
+    int limit = (g->max_tokens && g->u.completion_tokens >= g->max_tokens) ||
+                glim_session_position(s->s) + 1 > e->cfg.n_ctx;
+    if (!stop && !g->st.hit && !limit) {
+        ev->content = g->st.buf + from, ev->content_len = g->st.sent - from;
+        return slot_eval(e, s, &id, 1, g->logits, err);
+    }
+    if (g->kind == SRV_COMPLETION && !stop) { /* a character the limit cut short: U+FFFD */
+        const char *f = glim_stream_decoder_flush(g->dec, &len);
+        if (len && stopper_push(&g->st, f, len)) return fail(err, 500, "out of memory");
+    }
+    const char *r = ev->reasoning;
+    size_t rn = ev->reasoning_len;
+    int st = finish(g, ev, from, stop ? "stop" : "length", err);
+    ev->reasoning = r, ev->reasoning_len = rn;
+    return st;
+}
+const srv_usage *srv_gen_usage(const srv_gen *g) { return &g->u; }
+
+void srv_gen_free(srv_gen *g) {
+    if (!g) return;
+    if (g->sl) give_slot(g->e, g->sl);
+    for (int i = 0; i < g->n_calls; i++) {
+        free(g->calls[i].id);
+        free(g->calls[i].name);
+        free(g->calls[i].arguments);
+    }
+    free(g->calls);
+    glim_tokens_free(&g->out);
+    free(g->st.buf);
+    glim_chat_parser_free(g->parser);
+    glim_stream_decoder_free(g->dec);
+    glim_sampler_free(g->smp);
+    free(g->logits);
+    free(g);
+}

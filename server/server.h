@@ -1,0 +1,141 @@
+/* server.h: glimmer's OpenAI-compatible HTTP server (`glimmer serve`): what its three parts share.
+ *   engine.c   the model, the tokenizer and a pool of sessions ("slots"); one generation at a
+ *              time per slot, token by token, reusing the longest cached prefix of a prompt
+ *   openai.c   OpenAI request JSON -> srv_request, and the response / chunk / error JSON
+ *   http.c     libmicrohttpd: routes, body limits, the API key, SSE streaming, shutdown
+ * A front end: it sees only include/glimmer.h and glimmer_text.h. */
+#ifndef GLIM_SERVER_H
+#define GLIM_SERVER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "glimmer.h"
+#include "glimmer_text.h"
+
+typedef struct srv_config {
+    const char *model_dir, *model_name;
+    const char *backend; /* NULL: the GPU when present */
+    int threads;
+    int n_ctx, n_batch;  /* per slot */
+    int parallel;        /* slots: requests generated at once (their tokens interleave) */
+    int max_queue;       /* requests that may wait for a slot; more get 503 */
+    const char *host;
+    int port;            /* 0: any free port */
+    size_t max_body;     /* bytes of a request body */
+    const char *api_key; /* NULL: no key needed */
+    const char *date, *reasoning; /* chat defaults: "DD-MM-YYYY" (NULL today), effort (NULL high) */
+    glim_sampler_params samp;     /* sampling defaults a request may override */
+    int seed_given;               /* samp.seed is for every request without one (else random) */
+    int quiet;                    /* no per-request log lines */
+} srv_config;
+
+/* ---- requests (openai.c) ------------------------------------------------------------------ */
+
+enum { SRV_CHAT = 0, SRV_COMPLETION = 1 };
+#define SRV_MAX_STOP 4 /* stop strings per request, as OpenAI allows */
+
+typedef struct srv_request {
+    int kind;
+    json_t *root; /* the parsed body: the strings below point into it */
+    /* chat */
+    glim_chat_message *messages;
+    int n_messages;
+    glim_chat_tool *tools;
+    int n_tools;
+    const char *reasoning; /* reasoning_effort, or NULL */
+    /* completion: text (tokenized with BOS) or ids */
+    const char *prompt;
+    int32_t *prompt_ids;
+    int n_prompt_ids;
+    /* both */
+    glim_sampler_params samp;
+    int seed_given; /* samp.seed holds the seed to use; else the engine draws one */
+    int max_tokens; /* 0: until the context is full */
+    const char *stop[SRV_MAX_STOP];
+    int n_stop;
+    int stream, include_usage;
+    char **owned; /* strings allocated while parsing (tool names), freed with the request */
+    int n_owned;
+} srv_request;
+
+/* Parses a request body. On failure returns the HTTP status (400) and fills err with a message
+ * naming the field; the request is then empty. */
+int srv_request_parse(srv_request *r, int kind, const char *body, size_t len, const srv_config *cfg,
+                      glim_error *err);
+void srv_request_free(srv_request *r);
+
+/* ---- generation (engine.c) ---------------------------------------------------------------- */
+
+typedef struct srv_engine srv_engine;
+typedef struct srv_gen srv_gen;
+
+typedef struct srv_call {
+    char *id;        /* "call_..." */
+    char *name;      /* as the client declared it ("functions." removed) */
+    char *arguments; /* a JSON object text */
+} srv_call;
+
+/* What one step produced: text for one of the channels (content, reasoning), and at the end the
+ * finish reason, the tool calls and the counts. */
+typedef struct srv_event {
+    const char *content, *reasoning;
+    size_t content_len, reasoning_len;
+    int done;
+    const char *finish; /* "stop", "length", "tool_calls" (done only) */
+    const srv_call *calls;
+    int n_calls;
+} srv_event;
+
+typedef struct srv_usage {
+    int prompt_tokens, cached_tokens, completion_tokens;
+    double prompt_seconds, gen_seconds;
+} srv_usage;
+
+srv_engine *srv_engine_open(const srv_config *cfg, glim_error *err);
+void srv_engine_close(srv_engine *e);
+const srv_config *srv_engine_config(const srv_engine *e);
+/* Asks every generation in progress to end at its next token (shutdown). */
+void srv_engine_stop(srv_engine *e);
+
+/* Tokenizes the prompt, waits for a slot, evaluates what the slot's cache does not already
+ * hold. The generation keeps pointers into r (stop strings, tools): r must outlive it. Returns 0, or the HTTP status of the failure (400 bad prompt, 503 busy or stopping,
+ * 500 engine) with err filled. */
+int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error *err);
+/* Generates one token: fills ev (text of that token, if any, or the end). Returns 0, or the HTTP
+ * status of a failure (err filled). After ev->done, do not call again. */
+int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err);
+const srv_usage *srv_gen_usage(const srv_gen *g);
+/* Releases the slot (its cache stays for the next request). */
+void srv_gen_free(srv_gen *g);
+
+/* ---- responses (openai.c) ----------------------------------------------------------------- */
+
+/* The id, creation time and model name a response and all its chunks carry. */
+typedef struct srv_reply {
+    int kind;
+    char id[40];
+    long long created;
+    const char *model;
+} srv_reply;
+void srv_reply_init(srv_reply *rp, int kind, const char *model);
+
+/* The whole (non-streamed) response, from the text gathered over every step. */
+json_t *srv_response(const srv_reply *rp, const char *content, size_t content_len, const char *reasoning,
+                     size_t reasoning_len, const srv_event *end, const srv_usage *u);
+/* A streamed chunk: the first one (role), a step's text, or the end (finish reason, tool calls). */
+json_t *srv_chunk(const srv_reply *rp, const srv_event *ev, int first);
+/* The last chunk of a stream that asked for usage: no choices, the counts. */
+json_t *srv_usage_chunk(const srv_reply *rp, const srv_usage *u);
+json_t *srv_usage_json(const srv_usage *u);
+json_t *srv_models(const srv_config *cfg);
+/* {"error": {"message", "type", "param", "code"}}; type follows the status. */
+json_t *srv_error(int status, const char *message);
+
+/* ---- HTTP (http.c) ------------------------------------------------------------------------ */
+
+/* Serves until SIGINT or SIGTERM; returns the process exit status (0 after a clean shutdown). */
+int srv_http_run(srv_engine *e);
+
+#endif
