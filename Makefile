@@ -4,7 +4,8 @@
 #   make demo       the README's main job: a tiny random Muse Glimmer model, generated and run
 #   make test-cuda  the GPU tests (on a machine with an NVIDIA GPU)
 #   make CUDA=0     force a CPU-only build
-# Dependencies (Debian): libjansson-dev, libpcre2-dev; scripts/install-deps.sh installs them.
+# Dependencies (Debian): libjansson-dev, libpcre2-dev, libmicrohttpd-dev (the server; without it
+# `glimmer serve` says how to get it); scripts/install-deps.sh installs them.
 # DEPS_PREFIX=/dir points the build at unpacked -dev packages (used on the GPU machine).
 
 CC      ?= cc
@@ -25,8 +26,10 @@ NVCC :=
 endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
+# the HTTP server (server/, `glimmer serve`) where libmicrohttpd's header is found
+HAVE_MHD := $(shell printf '\043include <microhttpd.h>\n' | $(CC) $(CFLAGS) -E -x c - >/dev/null 2>&1 && echo 1)
 LIB_SRC  := $(wildcard src/*.c src/cpu/*.c)
-CLI_SRC  := $(wildcard cli/*.c)
+CLI_SRC  := $(wildcard cli/*.c) $(if $(HAVE_MHD),$(wildcard server/*.c),)
 TEST_SRC := $(wildcard tests/test_*.c)
 CU_SRC   := $(if $(NVCC),$(wildcard src/cuda/*.cu),)
 
@@ -36,6 +39,11 @@ CU_OBJ   := $(CU_SRC:%.cu=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(wildcard tests/support/*.c)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+
+ifneq ($(HAVE_MHD),)
+CFLAGS  += -DGLIM_HAVE_SERVER -Iserver
+LDLIBS  += -lmicrohttpd
+endif
 
 ifneq ($(CU_SRC),)
 CFLAGS    += -DGLIM_HAVE_CUDA

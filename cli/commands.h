@@ -18,5 +18,6 @@ int cmd_steer_extract(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const glim_command commands[] = {
     {"steer-extract", "difference-of-means steering directions -> control-vector GGUF",
      cmd_steer_extract},
     {"capture", "stream the residual stream of many prompts to a safetensors file", cmd_capture},
+    {"serve", "OpenAI-compatible HTTP server (chat, tools, streaming)", cmd_serve},
     {"bench", "decode/prefill speed on the GPU against the memory-bandwidth floor", cmd_bench},
 };
 

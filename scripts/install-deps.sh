@@ -1,6 +1,7 @@
 #!/bin/sh
 # install-deps.sh: installs the Debian packages the build and tests need, only when missing.
-# Build: a C compiler, make, pkg-config, libjansson-dev (JSON), libpcre2-dev (tokenizer regex).
+# Build: a C compiler, make, pkg-config, libjansson-dev (JSON), libpcre2-dev (tokenizer regex),
+# libmicrohttpd-dev (HTTP, for `glimmer serve`).
 # Tests: node and npm (the Hugging Face tokenizers reference for the differential tests).
 set -e
 need=""
@@ -9,6 +10,7 @@ command -v cc >/dev/null 2>&1 || need="$need gcc libc6-dev"
 command -v make >/dev/null 2>&1 || need="$need make"
 have_header jansson.h || need="$need libjansson-dev"
 have_header pcre2.h || need="$need libpcre2-dev"
+have_header microhttpd.h || need="$need libmicrohttpd-dev"
 command -v node >/dev/null 2>&1 || need="$need nodejs"
 command -v npm >/dev/null 2>&1 || need="$need npm"
 [ -z "$need" ] && exit 0
