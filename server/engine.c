@@ -429,11 +429,17 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
 }
 
 int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err) {
-    srv_engine *e = g->e;
     memset(ev, 0, sizeof *ev);
-    if (stopping(e)) return fail(err, 503, "the server is shutting down");
+    if (stopping(g->e)) return fail(err, 503, "the server is shutting down");
     int32_t id = glim_sampler_sample(g->smp, g->logits);
     if (id < 0) return fail(err, 500, "the logits are all NaN: nothing to sample");
+    return srv_gen_push(g, id, ev, err);
+}
+
+int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
+    srv_engine *e = g->e;
+    memset(ev, 0, sizeof *ev);
+    if (id < 0 || id >= e->in->vocab_size) return fail(err, 400, "token id %d is outside the vocabulary of %d", id, e->in->vocab_size);
     glim_sampler_accept(g->smp, id);
     g->u.completion_tokens++;
     if (glim_tokens_push(&g->out, id, err) != GLIM_OK) return fail(err, 500, "out of memory");

@@ -106,6 +106,9 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
 /* Generates one token: fills ev (text of that token, if any, or the end). Returns 0, or the HTTP
  * status of a failure (err filled). After ev->done, do not call again. */
 int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err);
+/* The same with the token given instead of sampled (srv_gen_step is sample + push): what comes
+ * out for a known continuation, which a test can script (a random model never calls a tool). */
+int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err);
 const srv_usage *srv_gen_usage(const srv_gen *g);
 /* Releases the slot (its cache stays for the next request). */
 void srv_gen_free(srv_gen *g);
