@@ -185,7 +185,7 @@ static void bench_hooks(gcu_model *m, int vocab, const bench_opts *o, double bw,
         }
         if (k == 4) st = glim_session_census_start(&shell_s, &cc, &err);
         gcu_session *s = NULL;
-        if (st == GLIM_OK) st = gcu_session_new(m, 4096, 64, &s, &err);
+        if (st == GLIM_OK) st = gcu_session_new(m, 4096, 64, 0, &s, &err);
         if (st != GLIM_OK) {
             fprintf(stderr, "%s: --hooks %s: %s\n", CMD, name[k], err.message);
             break;
@@ -291,7 +291,7 @@ static int run_bench(const bench_opts *o) {
     int ctxs[3] = {0, 4096, 32768};
     int n_ctx = 32768 + o->n_decode + 64;
     gcu_session *s = NULL;
-    if (gcu_session_new(m, n_ctx, 64, &s, &err) != GLIM_OK) {
+    if (gcu_session_new(m, n_ctx, 64, 0, &s, &err) != GLIM_OK) {
         fprintf(stderr, "%s: %s\n", CMD, err.message);
         return 1;
     }
@@ -391,7 +391,7 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
-            if (gcu_session_new(m, 4096, 64, &s, &err) != GLIM_OK) break;
+            if (gcu_session_new(m, 4096, 64, 0, &s, &err) != GLIM_OK) break;
             decode_res r;
             if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0)
                 emit(out, "| %s | %.1f | %.3f | %.1f%% |\n", v[i].name, r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);

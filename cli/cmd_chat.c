@@ -301,7 +301,7 @@ int cmd_chat(int argc, char **argv) {
     }
     int ctx = o.ctx ? o.ctx : 8192;
     if (ctx > c.in->max_position) ctx = c.in->max_position;
-    glim_session_params sp = {ctx, o.batch};
+    glim_session_params sp = {ctx, o.batch, 0};
     c.logits = malloc(sizeof(float) * (size_t)c.in->vocab_size);
     if (!c.logits || glim_session_create(c.m, &sp, &c.s, &err) != GLIM_OK) {
         fprintf(stderr, CMD ": cannot create a session of %d tokens: %s\n", ctx,

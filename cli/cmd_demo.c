@@ -47,7 +47,7 @@ static int generate(const char *dir, int n_gen, int threads, const char *backend
            "vocab %d, %s layout%s, backend %s\n", in->n_layers, in->n_full_layers, in->hidden_size,
            in->n_heads, in->n_kv_heads, in->head_dim, in->sliding_window, in->vocab_size,
            in->layout, in->quant_bits ? " (quantized)" : "", in->backend);
-    glim_session_params sp = {256, 32};
+    glim_session_params sp = {256, 32, 0};
     float *logits = malloc(sizeof(float) * (size_t)in->vocab_size);
     int rc = 1;
     if (!logits || glim_session_create(m, &sp, &s, &err) != GLIM_OK) {

@@ -86,7 +86,7 @@ static int evaluate(glim_model *m, logits_opts *o) {
     }
     glim_session *s = NULL;
     glim_error err = {0};
-    glim_session_params sp = {ctx, o->batch};
+    glim_session_params sp = {ctx, o->batch, 0};
     int rc = 1;
     if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) {
         fprintf(stderr, CMD ": cannot create a session of %d tokens: %s\n", ctx, err.message);

@@ -234,7 +234,7 @@ int cmd_run(int argc, char **argv) {
         rc = 2;
         goto close;
     }
-    glim_session_params sp = {ctx, o.batch};
+    glim_session_params sp = {ctx, o.batch, 0};
     if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) {
         fprintf(stderr, CMD ": cannot create a session of %d tokens: %s\n", ctx, err.message);
         goto close;

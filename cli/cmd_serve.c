@@ -48,6 +48,11 @@ static void serve_help(void) {
            "  --max-queue N          requests that may wait for a slot (default 64); more get 503\n"
            "  -c, --ctx-size CTX     context per slot in tokens (default 8192, at most the model's)\n"
            "  -b, --batch-size B     prompt tokens evaluated together per chunk (default 64)\n"
+           "  --rewind N             tokens a slot's cache can always go back to reuse a prefix\n"
+           "                         (default 4096): an agent's next request re-renders the last\n"
+           "                         reply (without its reasoning), so the cache is reused from\n"
+           "                         the previous prompt's end only if the sliding layers still\n"
+           "                         hold those keys; costs N more keys per sliding layer\n"
            "  --reasoning R          reasoning effort when a request gives none: low, medium or\n"
            "                         high (default)\n"
            "  --date DD-MM-YYYY      current date in the default system message (default today)\n"
@@ -87,6 +92,8 @@ static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, gl
             args_int(&a, &c->n_ctx, 16, 2147483647);
         } else if (args_flag(&a, "-b", "--batch-size")) {
             args_int(&a, &c->n_batch, 1, 2147483647);
+        } else if (args_flag(&a, "--rewind", NULL)) {
+            args_int(&a, &c->n_rewind, 0, 2147483647);
         } else if (args_flag(&a, "--reasoning", NULL)) {
             c->reasoning = a.val;
         } else if (args_flag(&a, "--date", NULL)) {
@@ -121,7 +128,8 @@ static const char *dir_name(const char *dir, char *buf, size_t n) {
 int cmd_serve(int argc, char **argv) {
     glim_cli_model model = {0};
     glim_cli_sampling samp = args_sampling_defaults();
-    srv_config c = {.host = "127.0.0.1", .port = 8080, .parallel = 1, .max_queue = 64, .n_ctx = 8192, .n_batch = 64};
+    srv_config c = {.host = "127.0.0.1", .port = 8080, .parallel = 1, .max_queue = 64, .n_ctx = 8192, .n_batch = 64,
+                   .n_rewind = 4096};
     int rc = parse(argc, argv, &c, &model, &samp);
     if (rc >= 0) return rc;
     char name[256];

@@ -252,7 +252,7 @@ static int extract(glim_model *m, const opts *o, prompts *pos, prompts *neg) {
     glim_session *s = NULL;
     glim_directions *d = NULL;
     glim_error e = {0};
-    glim_session_params sp = {ctx, o->batch};
+    glim_session_params sp = {ctx, o->batch, 0};
     int rc = 1;
     if (nl < 0) goto out;
     if (glim_session_create(m, &sp, &s, &e)) {
@@ -382,7 +382,7 @@ int cmd_capture(int argc, char **argv) {
             if (p.len[i] > longest) longest = p.len[i];
             if (args_check_vocab(CMD, "--prompts", p.ids[i], p.len[i], in->vocab_size)) rc = 2;
         }
-        glim_session_params sp = {ctx ? ctx : longest, batch};
+        glim_session_params sp = {ctx ? ctx : longest, batch, 0};
         if (rc < 0 && (sp.n_ctx < longest || sp.n_ctx > in->max_position)) {
             fprintf(stderr, CMD ": the longest prompt has %d tokens; -c %d does not hold it\n",
                     longest, sp.n_ctx);

@@ -81,8 +81,10 @@ uint64_t glim_session_bytes(const glim_model *model, int n_ctx, int n_batch);
  * Sessions */
 
 typedef struct glim_session_params {
-    int n_ctx;   /* context length in tokens; 0 = min(4096, max_position) */
-    int n_batch; /* tokens evaluated together per chunk; 0 = 64 */
+    int n_ctx;    /* context length in tokens; 0 = min(4096, max_position) */
+    int n_batch;  /* tokens evaluated together per chunk; 0 = 64 */
+    int n_rewind; /* tokens glim_session_rewind must always be able to go back (sliding layers
+                     keep that many more keys); 0 = only what chunking leaves (a few dozen) */
 } glim_session_params;
 
 typedef enum glim_logits_mode {
@@ -114,7 +116,7 @@ void glim_session_reset(glim_session *session);
  * common prefix of two prompts). A sliding layer keeps its keys in a ring of a few rows more than
  * its window, so a long rewind may find keys the window still needs overwritten: then it fails
  * with GLIM_E_UNSUPPORTED, saying how far back it can go, and the session is unchanged (reset
- * and evaluate from 0 instead). */
+ * and evaluate from 0 instead). glim_session_params.n_rewind sets how far is always possible. */
 glim_status glim_session_rewind(glim_session *session, int position, glim_error *err);
 
 /* Evaluates n tokens starting at `position`, which must equal glim_session_position().

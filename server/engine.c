@@ -115,7 +115,7 @@ srv_engine *srv_engine_open(const srv_config *cfg, glim_error *err) {
         fail(err, 500, "out of memory");
         goto bad;
     }
-    glim_session_params sp = {e->cfg.n_ctx, cfg->n_batch};
+    glim_session_params sp = {e->cfg.n_ctx, cfg->n_batch, cfg->n_rewind};
     for (int i = 0; i < cfg->parallel; i++) {
         slot *s = &e->slots[i];
         s->cap = e->cfg.n_ctx;

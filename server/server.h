@@ -19,6 +19,7 @@ typedef struct srv_config {
     const char *backend; /* NULL: the GPU when present */
     int threads;
     int n_ctx, n_batch;  /* per slot */
+    int n_rewind;        /* tokens a slot's cache can always go back (glim_session_params) */
     int parallel;        /* slots: requests generated at once (their tokens interleave) */
     int max_queue;       /* requests that may wait for a slot; more get 503 */
     const char *host;

@@ -13,8 +13,8 @@ typedef struct glim_backend {
     /* Per-model state (for CUDA: the weights on the device). */
     glim_status (*model_init)(glim_model *m, void **state, glim_error *err);
     void (*model_free)(glim_model *m, void *state);
-    /* Bytes session_init will allocate for (n_ctx, n_batch). */
-    uint64_t (*session_bytes)(const glim_model *m, int n_ctx, int n_batch);
+    /* Bytes session_init will allocate for (n_ctx, n_batch, n_rewind). */
+    uint64_t (*session_bytes)(const glim_model *m, int n_ctx, int n_batch, int n_rewind);
     /* Allocates every byte the session will use (KV cache, scratch); nothing after this. */
     glim_status (*session_init)(glim_session *s, void **state, glim_error *err);
     void (*session_free)(glim_session *s, void *state);
@@ -23,7 +23,7 @@ typedef struct glim_backend {
     glim_status (*forward)(glim_session *s, const int32_t *tokens, int n, glim_logits_mode mode,
                            float *logits, glim_error *err);
     /* Rows of a sliding layer's KV ring (key at position j lives in row j % rows): how far back
-     * glim_session_rewind may go. */
+     * glim_session_rewind may go. At least window + n_rewind. */
     int (*sliding_rows)(const glim_session *s);
 } glim_backend;
 

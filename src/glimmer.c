@@ -133,9 +133,9 @@ static void session_defaults(const glim_model *m, const glim_session_params *p, 
 }
 
 uint64_t glim_session_bytes(const glim_model *m, int n_ctx, int n_batch) {
-    glim_session_params p = {n_ctx, n_batch};
+    glim_session_params p = {n_ctx, n_batch, 0};
     session_defaults(m, &p, &n_ctx, &n_batch);
-    return m->backend->session_bytes(m, n_ctx, n_batch);
+    return m->backend->session_bytes(m, n_ctx, n_batch, 0);
 }
 
 glim_status glim_session_create(glim_model *m, const glim_session_params *params,
@@ -152,6 +152,7 @@ glim_status glim_session_create(glim_model *m, const glim_session_params *params
     s->model = m;
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
+    s->n_rewind = params && params->n_rewind > 0 ? params->n_rewind : 0;
     glim_status st = m->backend->session_init(s, &s->backend_state, err);
     if (st != GLIM_OK) {
         free(s);

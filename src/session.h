@@ -11,6 +11,7 @@ struct glim_session {
     glim_model *model;
     int n_ctx;            /* tokens the cache holds */
     int n_batch;          /* tokens per forward chunk */
+    int n_rewind;         /* tokens a rewind may always go back (glim_session_params) */
     int pos;              /* position of the next token */
     void *backend_state;
     glim_timing timing;

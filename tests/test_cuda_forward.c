@@ -86,7 +86,7 @@ static glim_model *open_model(const char *dir, const char *backend, int kv32, gl
 static float *eval_steps(glim_model *m, const int32_t *tok, int T, int step, int n_batch) {
     const glim_model_info *info = glim_model_get_info(m);
     int V = info->vocab_size;
-    glim_session_params sp = {T + 16, n_batch};
+    glim_session_params sp = {T + 16, n_batch, 0};
     glim_session *s = NULL;
     glim_error err = {0};
     float *out = calloc((size_t)T * V, sizeof(float));
@@ -230,7 +230,7 @@ static char tmp_root[] = "/tmp/glimmer-test-cuda-XXXXXX";
 /* Greedy tokens of a backend, its own choices fed back; logits of each step in lg [N][V]. */
 static int greedy_run(glim_model *m, const int32_t *prompt, int P, int N, int32_t *seq, float *lg) {
     int V = glim_model_get_info(m)->vocab_size;
-    glim_session_params sp = {P + N + 4, 16};
+    glim_session_params sp = {P + N + 4, 16, 0};
     glim_session *s = NULL;
     glim_error err = {0};
     if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) {
@@ -471,6 +471,52 @@ static void flag_bits(void) {
     flag_bits_of("flag_wide", switch_spec(1, 13));
 }
 
+/* glim_session_rewind on the GPU: its sliding ring holds W + 32 rows (W + n_rewind with more),
+ * so from 60 tokens a window-8 model goes back 33 tokens (41 with n_rewind 40) and no further;
+ * a rewound session evaluating a different ending gives a fresh session's logits (fp32 KV, the
+ * oracle's tolerance: the chunks differ, so the bits may). */
+static void rewind_on_gpu(void) {
+    NEED_GPU();
+    glim_synth_spec spec = glim_synth_tiny();
+    spec.bits = 4;
+    spec.seed = 7;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/rewind", tmp_root);
+    glim_error err = {0};
+    REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth: %s", err.message);
+    glim_status st;
+    glim_model *m = open_model(dir, "cuda", 1, &st, &err);
+    REQUIRE(m, "open: %s", err.message);
+    enum { T = 60 };
+    const int V = spec.vocab_size;
+    int32_t first[T], second[T];
+    srand(23);
+    for (int i = 0; i < T; i++) first[i] = second[i] = rand() % V;
+    const int backs[2] = {33, 41}, rewinds[2] = {0, 40};
+    for (int k = 0; k < 2; k++) {
+        const int b = backs[k];
+        for (int t = T - b; t < T; t++) second[t] = (first[t] + 1 + t + k) % V;
+        float *want = eval_steps(m, second, T, T, 64), *got = malloc(sizeof(float) * (size_t)b * V);
+        glim_session_params sp = {T + 20, 64, rewinds[k]};
+        glim_session *s = NULL;
+        REQUIRE(want && got && glim_session_create(m, &sp, &s, &err) == GLIM_OK, "session: %s", err.message);
+        CHECK(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+        CHECK(glim_session_rewind(s, T - b - 1, &err) == GLIM_E_UNSUPPORTED, "n_rewind %d: %d back allowed",
+              rewinds[k], b + 1);
+        CHECK(glim_session_rewind(s, T - b, &err) == GLIM_OK, "n_rewind %d, %d back: %s", rewinds[k], b, err.message);
+        CHECK(glim_eval(s, second + T - b, b, T - b, GLIM_LOGITS_ALL, got, (size_t)b * V, &err) == GLIM_OK, "%s",
+              err.message);
+        const float *w = want + (size_t)(T - b) * V;
+        float mx = max_abs(w, (size_t)b * V), d = max_diff(w, got, (size_t)b * V);
+        printf("  info: rewind %d (n_rewind %d): max |rewound - fresh| %.3g of max %.3g\n", b, rewinds[k], d, mx);
+        CHECK(d <= 3e-4f * (mx > 1 ? mx : 1), "rewound logits differ from a fresh session's by %g", d);
+        glim_session_free(s);
+        free(want);
+        free(got);
+    }
+    glim_model_close(m);
+}
+
 static int is_file(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
@@ -508,6 +554,7 @@ int main(void) {
     RUN(random_mlx8_wide);
     RUN(chain_bits);
     RUN(flag_bits);
+    RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

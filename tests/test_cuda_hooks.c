@@ -50,7 +50,7 @@ static int open_run(run *r, const char *dir, const char *backend) {
     r->H = in->hidden_size;
     r->L = in->n_layers;
     r->I = in->intermediate_size;
-    glim_session_params sp = {64, 16};
+    glim_session_params sp = {64, 16, 0};
     if (glim_session_create(r->m, &sp, &r->s, &err)) {
         fprintf(stderr, "session: %s\n", err.message);
         return -1;

@@ -46,7 +46,7 @@ static int eval_all(glim_model *m, const int32_t *tok, int T, int n_ctx, int n_b
                     float *out) {
     glim_error err = {0};
     glim_session *s = NULL;
-    glim_session_params sp = {n_ctx, n_batch};
+    glim_session_params sp = {n_ctx, n_batch, 0};
     int V = glim_model_get_info(m)->vocab_size;
     if (glim_session_create(m, &sp, &s, &err) != GLIM_OK) return -1;
     for (int t = 0; t < T; t += step) {
@@ -183,7 +183,7 @@ static void chunk_sizes_and_prefill_then_decode_agree(void) {
     /* prefill without the head, then one token at a time with LAST */
     glim_error err = {0};
     glim_session *s = NULL;
-    glim_session_params sp = {64, 8};
+    glim_session_params sp = {64, 8, 0};
     REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
     int P = 25;
     CHECK(glim_eval(s, tok, P, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
@@ -227,7 +227,7 @@ static void ring_wraps_correctly(void) {
 /* Rewinding and evaluating a different continuation gives, bit for bit, a fresh session's
  * logits for the same sequence; a rewind past what the sliding ring still holds is refused and
  * leaves the session where it was. Window 8, n_batch 4: the ring has 12 rows, so from 40 tokens
- * the cache can go back 12 - 8 + 1 = 5 tokens, not 6. */
+ * the cache can go back 12 - 8 + 1 = 5 tokens, not 6; with n_rewind 20, 21 and not 22. */
 static void rewind_then_continue(void) {
     glim_synth_spec spec = glim_synth_tiny();
     spec.n_layers = 2; /* layer 0 sliding, layer 1 full */
@@ -247,7 +247,7 @@ static void rewind_then_continue(void) {
     REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
     glim_error err = {0};
     glim_session *s = NULL;
-    glim_session_params sp = {64, 4};
+    glim_session_params sp = {64, 4, 0};
     REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
     REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
     CHECK(glim_session_rewind(s, T - 6, &err) == GLIM_E_UNSUPPORTED, "a 6-token rewind was allowed");
@@ -261,6 +261,23 @@ static void rewind_then_continue(void) {
     CHECK(memcmp(got, want + (size_t)(T - 5) * V, sizeof(float) * 5 * V) == 0,
           "logits after the rewind differ from a fresh session's (max %g)",
           max_abs_diff(got, want + (size_t)(T - 5) * V, (size_t)5 * V, NULL));
+    glim_session_free(s);
+    /* n_rewind 20: the ring keeps 20 more keys (28 rows), so 21 tokens back are possible */
+    glim_session_params far = {64, 4, 20};
+    REQUIRE(glim_session_create(m, &far, &s, &err) == GLIM_OK, "%s", err.message);
+    for (int t = T - 21; t < T; t++) second[t] = (first[t] + 3 + t) % V;
+    REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
+    float *got21 = malloc(sizeof(float) * 21 * V);
+    REQUIRE(got21, "oom");
+    REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_rewind(s, T - 22, &err) == GLIM_E_UNSUPPORTED, "with n_rewind 20, a 22-token rewind was allowed");
+    CHECK(glim_session_rewind(s, T - 21, &err) == GLIM_OK, "with n_rewind 20: %s", err.message);
+    CHECK(glim_eval(s, second + T - 21, 21, T - 21, GLIM_LOGITS_ALL, got21, (size_t)21 * V, &err) == GLIM_OK, "%s",
+          err.message);
+    CHECK(memcmp(got21, want + (size_t)(T - 21) * V, sizeof(float) * 21 * V) == 0,
+          "logits after a 21-token rewind differ from a fresh session's (max %g)",
+          max_abs_diff(got21, want + (size_t)(T - 21) * V, (size_t)21 * V, NULL));
+    free(got21);
     /* at the start nothing has wrapped: any rewind is fine */
     glim_session_reset(s);
     REQUIRE(glim_eval(s, first, 10, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);

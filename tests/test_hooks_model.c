@@ -41,7 +41,7 @@ static glim_model *open_tiny(void) {
 }
 
 static glim_session *new_session(int n_batch) {
-    glim_session_params sp = {64, n_batch};
+    glim_session_params sp = {64, n_batch, 0};
     glim_session *s = NULL;
     glim_error e = {0};
     if (glim_session_create(model, &sp, &s, &e)) fprintf(stderr, "session: %s\n", e.message);

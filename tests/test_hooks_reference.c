@@ -77,7 +77,7 @@ static int64_t token_at(const glim_tensor *t, size_t i) {
 static int capture_run(glim_model *m, const int32_t *tok, int T, int generation, float *out,
                        glim_error *e) {
     const glim_model_info *in = glim_model_get_info(m);
-    glim_session_params sp = {T, generation ? 7 : 0};
+    glim_session_params sp = {T, generation ? 7 : 0, 0};
     glim_session *s = NULL;
     float *logits = malloc(sizeof(float) * (size_t)in->vocab_size * T);
     int rc = -1;

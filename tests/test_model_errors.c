@@ -206,7 +206,7 @@ static void bad_calls(void) {
     glim_model_params mp = {"cpu", 1};
     REQUIRE(glim_model_open(good, &mp, &m, &err) == GLIM_OK, "%s", err.message);
     glim_session *s = NULL;
-    glim_session_params sp = {16, 4};
+    glim_session_params sp = {16, 4, 0};
     REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
     float logits[512 * 16];
     int32_t ok[3] = {1, 2, 3}, bad[3] = {1, 512, 3}, neg[1] = {-1};
@@ -230,7 +230,7 @@ static void bad_calls(void) {
     CHECK(glim_eval(s, ok, 1, 15, GLIM_LOGITS_LAST, logits, 512, &err) == GLIM_OK, "last slot: %s",
           err.message);
     glim_session_free(s);
-    glim_session_params huge = {1 << 20, 4};
+    glim_session_params huge = {1 << 20, 4, 0};
     expect_eval_error("context beyond max_position",
                       glim_session_create(m, &huge, &s, &err), GLIM_E_ARG, &err, "max_position");
     glim_model_params cuda_missing = {"tpu", 1};

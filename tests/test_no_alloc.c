@@ -32,7 +32,7 @@ static void eval_allocates_nothing(void) {
     glim_model_params mp = {"cpu", 2};
     REQUIRE(glim_model_open(dir, &mp, &m, &err) == GLIM_OK, "%s", err.message);
     glim_session *s = NULL;
-    glim_session_params sp = {64, 8};
+    glim_session_params sp = {64, 8, 0};
     REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
     static float logits[512 * 20];
     int32_t tok[20];

@@ -123,7 +123,7 @@ static void check_ranks(const char *name, glim_synth_spec spec, const int *ranks
     for (int i = 0; i < T; i++) tok[i] = (i * 97 + 31) % V;
     float *ref = malloc(sizeof(float) * T * V), *got = malloc(sizeof(float) * T * V);
     glim_session *s = NULL;
-    glim_session_params sp = {64, 64};
+    glim_session_params sp = {64, 64, 0};
     REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
     REQUIRE(glim_eval(s, tok, T, 0, GLIM_LOGITS_ALL, ref, (size_t)T * V, &err) == GLIM_OK, "%s",
             err.message);

@@ -38,10 +38,12 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int layer_ring(const glim_config *c, int layer, int n_ctx, int n_batch) {
+/* A sliding layer's ring: the window, plus a chunk's keys written before its first query
+ * attends, or the keys a rewind of n_rewind tokens must find intact, whichever is more. */
+static int layer_ring(const glim_config *c, int layer, int n_ctx, int n_batch, int n_rewind) {
     if (c->layer_is_full[layer]) return n_ctx;
-    int r = c->sliding_window + n_batch;
-    return r < n_ctx ? r : n_ctx;
+    long long r = (long long)c->sliding_window + (n_batch > n_rewind ? n_batch : n_rewind);
+    return r < n_ctx ? (int)r : n_ctx;
 }
 
 /* Every float the session allocates, in one place, so the plan and the allocation agree. */
@@ -49,14 +51,14 @@ typedef struct cpu_plan {
     size_t x, q, kv, inter, scores, cache;
 } cpu_plan;
 
-static cpu_plan plan_for(const glim_model *m, int n_ctx, int B) {
+static cpu_plan plan_for(const glim_model *m, int n_ctx, int B, int n_rewind) {
     const glim_config *c = &m->cfg;
     cpu_plan p;
     size_t Q = (size_t)c->n_heads * c->head_dim, KV = (size_t)c->n_kv_heads * c->head_dim;
     int max_ring = 0;
     p.cache = 0;
     for (int l = 0; l < c->n_layers; l++) {
-        int r = layer_ring(c, l, n_ctx, B);
+        int r = layer_ring(c, l, n_ctx, B, n_rewind);
         if (r > max_ring) max_ring = r;
         p.cache += 2 * (size_t)r * KV;
     }
@@ -68,8 +70,8 @@ static cpu_plan plan_for(const glim_model *m, int n_ctx, int B) {
     return p;
 }
 
-static uint64_t cpu_session_bytes(const glim_model *m, int n_ctx, int n_batch) {
-    cpu_plan p = plan_for(m, n_ctx, n_batch);
+static uint64_t cpu_session_bytes(const glim_model *m, int n_ctx, int n_batch, int n_rewind) {
+    cpu_plan p = plan_for(m, n_ctx, n_batch, n_rewind);
     size_t floats = 3 * p.x + 3 * p.q + 2 * p.kv + 2 * p.inter + p.scores + p.cache;
     return (uint64_t)floats * sizeof(float);
 }
@@ -103,7 +105,7 @@ static glim_status cpu_session_init(glim_session *s, void **state, glim_error *e
     const glim_config *c = &s->model->cfg;
     int B = s->n_batch, L = c->n_layers;
     size_t KV = (size_t)c->n_kv_heads * c->head_dim;
-    cpu_plan p = plan_for(s->model, s->n_ctx, B);
+    cpu_plan p = plan_for(s->model, s->n_ctx, B, s->n_rewind);
     cpu_session *cs = calloc(1, sizeof *cs);
     if (!cs) return glim_fail(err, GLIM_E_NOMEM, "session: out of memory");
     cs->pool = glim_pool_create(s->model->n_threads);
@@ -112,7 +114,7 @@ static glim_status cpu_session_init(glim_session *s, void **state, glim_error *e
     cs->v = calloc((size_t)L, sizeof(float *));
     int ok = cs->pool && cs->ring && cs->k && cs->v;
     for (int l = 0; ok && l < L; l++) {
-        cs->ring[l] = layer_ring(c, l, s->n_ctx, B);
+        cs->ring[l] = layer_ring(c, l, s->n_ctx, B, s->n_rewind);
         if (cs->ring[l] > cs->max_ring) cs->max_ring = cs->ring[l];
         cs->k[l] = malloc(sizeof(float) * (size_t)cs->ring[l] * KV);
         cs->v[l] = malloc(sizeof(float) * (size_t)cs->ring[l] * KV);
@@ -134,7 +136,7 @@ static glim_status cpu_session_init(glim_session *s, void **state, glim_error *e
     if (!ok) {
         cpu_session_free(s, cs);
         return glim_fail(err, GLIM_E_NOMEM, "session: cannot allocate %.1f MiB for n_ctx %d",
-                         (double)cpu_session_bytes(s->model, s->n_ctx, B) / (1 << 20), s->n_ctx);
+                         (double)cpu_session_bytes(s->model, s->n_ctx, B, s->n_rewind) / (1 << 20), s->n_ctx);
     }
     *state = cs;
     return GLIM_OK;
@@ -288,7 +290,7 @@ static void cpu_model_free(glim_model *m, void *state) {}
 static int cpu_sliding_rows(const glim_session *s) {
     const glim_config *c = &s->model->cfg;
     for (int l = 0; l < c->n_layers; l++)
-        if (!c->layer_is_full[l]) return layer_ring(c, l, s->n_ctx, s->n_batch);
+        if (!c->layer_is_full[l]) return layer_ring(c, l, s->n_ctx, s->n_batch, s->n_rewind);
     return s->n_ctx;
 }
 

@@ -155,8 +155,8 @@ void gcu_model_set_options(gcu_model *m, const gcu_options *o);
 uint64_t gcu_model_weight_bytes(const gcu_model *m);
 uint64_t gcu_model_device_bytes(const gcu_model *m);
 
-uint64_t gcu_session_bytes(const gcu_model *m, int n_ctx, int n_batch);
-glim_status gcu_session_new(gcu_model *m, int n_ctx, int n_batch, gcu_session **out,
+uint64_t gcu_session_bytes(const gcu_model *m, int n_ctx, int n_batch, int n_rewind);
+glim_status gcu_session_new(gcu_model *m, int n_ctx, int n_batch, int n_rewind, gcu_session **out,
                             glim_error *err);
 void gcu_session_free(gcu_session *s);
 /* Attaches research hooks (src/hooks.h) to a session; NULL detaches. glim_eval sets them from the

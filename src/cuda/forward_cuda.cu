@@ -373,10 +373,12 @@ static int fast_fits(const gcu_model *g);
 static int chain_fits(gcu_session *s);
 static int flags_fit(gcu_session *s);
 
-static int ring_rows(const gcu_model *g, int l, int n_ctx) {
+static int ring_rows(const gcu_model *g, int l, int n_ctx, int n_rewind) {
     if (g->is_full[l]) return n_ctx;
-    int r = g->W + GCU_TMAX; /* a whole sub-chunk's keys fit before its first query attends */
-    return r < n_ctx ? r : n_ctx;
+    /* a whole sub-chunk's keys fit before its first query attends; or the keys a rewind of
+     * n_rewind tokens must find intact (glim_session_params.n_rewind), whichever is more */
+    long long r = (long long)g->W + (GCU_TMAX > n_rewind ? GCU_TMAX : n_rewind);
+    return r < n_ctx ? (int)r : n_ctx;
 }
 
 static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
@@ -400,12 +402,12 @@ static size_t sess_mv_part_bytes(const gcu_model *g) {
     return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
 }
 
-static sess_plan plan_session(const gcu_model *g, int n_ctx) {
+static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
     sess_plan p;
     memset(&p, 0, sizeof p);
     const int T = GCU_TMAX;
     for (int l = 0; l < g->L; l++)
-        p.kv += 2ull * ring_rows(g, l, n_ctx) * g->Hkv * g->D * (g->opt.kv32 ? 4 : 2);
+        p.kv += 2ull * ring_rows(g, l, n_ctx, n_rewind) * g->Hkv * g->D * (g->opt.kv32 ? 4 : 2);
     p.h = (size_t)T * g->hidden * 4;
     p.qkvg = (size_t)T * qkvg_rows(g) * 4;
     p.q = (size_t)T * g->H * g->D * 4;
@@ -445,8 +447,8 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx) {
     return p;
 }
 
-extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch) {
-    sess_plan p = plan_session(g, n_ctx);
+extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch, int n_rewind) {
+    sess_plan p = plan_session(g, n_ctx, n_rewind);
     return 16 + p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
            p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
            4ull * (g->inter / 32 + 2);
@@ -469,13 +471,13 @@ extern "C" void gcu_session_free(gcu_session *s) {
     free(s);
 }
 
-extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu_session **out,
+extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int n_rewind, gcu_session **out,
                                        glim_error *err) {
     *out = NULL;
     glim_status ist;
     if ((ist = gcu_mv_init(err)) || (ist = gcu_stage_init(err)) || (ist = gcu_attn_init(err)))
         return ist;
-    uint64_t need = gcu_session_bytes(g, n_ctx, n_batch);
+    uint64_t need = gcu_session_bytes(g, n_ctx, n_batch, n_rewind);
     size_t fr = 0, tot = 0;
     cudaMemGetInfo(&fr, &tot);
     if (need + (256ull << 20) > fr)
@@ -488,7 +490,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     nsplits(g, n_ctx, &s->nsplit_full, &s->nsplit_slide);
-    sess_plan p = plan_session(g, n_ctx);
+    sess_plan p = plan_session(g, n_ctx, n_rewind);
     glim_status st = GLIM_OK;
     s->kv32 = g->opt.kv32;
     s->kc = (void **)calloc((size_t)g->L, sizeof(void *));
@@ -496,7 +498,7 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, gcu
     s->R = (int *)calloc((size_t)g->L, sizeof(int));
     if (!s->kc || !s->vc || !s->R) st = glim_fail(err, GLIM_E_NOMEM, "out of host memory");
     for (int l = 0; st == GLIM_OK && l < g->L; l++) {
-        s->R[l] = ring_rows(g, l, n_ctx);
+        s->R[l] = ring_rows(g, l, n_ctx, n_rewind);
         size_t b = (size_t)s->R[l] * g->Hkv * g->D * (s->kv32 ? 4 : 2);
         if ((st = gcu_check(cudaMalloc((void **)&s->kc[l], b), "KV cache", err)) == GLIM_OK)
             st = gcu_check(cudaMalloc((void **)&s->vc[l], b), "KV cache", err);
@@ -1449,12 +1451,12 @@ static glim_status be_model_init(glim_model *m, void **state, glim_error *err) {
     return s;
 }
 static void be_model_free(glim_model *m, void *state) { gcu_model_free((gcu_model *)state); }
-static uint64_t be_session_bytes(const glim_model *m, int n_ctx, int n_batch) {
-    return gcu_session_bytes((const gcu_model *)m->backend_model, n_ctx, n_batch);
+static uint64_t be_session_bytes(const glim_model *m, int n_ctx, int n_batch, int n_rewind) {
+    return gcu_session_bytes((const gcu_model *)m->backend_model, n_ctx, n_batch, n_rewind);
 }
 static glim_status be_session_init(glim_session *s, void **state, glim_error *err) {
     gcu_session *g = NULL;
-    glim_status st = gcu_session_new((gcu_model *)s->model->backend_model, s->n_ctx, s->n_batch, &g, err);
+    glim_status st = gcu_session_new((gcu_model *)s->model->backend_model, s->n_ctx, s->n_batch, s->n_rewind, &g, err);
     *state = g;
     return st;
 }
@@ -1471,7 +1473,7 @@ static glim_status be_forward(glim_session *s, const int32_t *tokens, int n, gli
 static int be_sliding_rows(const glim_session *s) {
     const gcu_model *g = (const gcu_model *)s->model->backend_model;
     for (int l = 0; l < g->L; l++)
-        if (!g->is_full[l]) return ring_rows(g, l, s->n_ctx);
+        if (!g->is_full[l]) return ring_rows(g, l, s->n_ctx, s->n_rewind);
     return s->n_ctx;
 }
 
