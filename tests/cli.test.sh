@@ -28,6 +28,16 @@ help_has help_info info -m -c --json --backend --threads
 help_has help_run run -m --tokens -p -n -c --temp --top-k --top-p --min-p --repeat-penalty \
     --presence-penalty --frequency-penalty --repeat-last-n --seed --threads --backend --ignore-eos
 help_has help_logits logits -m --tokens -o -b --backend
+if "$B" serve --help 2>&1 | grep -q libmicrohttpd; then
+    skip help_serve "this build has no HTTP server (libmicrohttpd-dev missing)"
+else
+    help_has help_serve serve -m --host --port --api-key --max-body --parallel --max-queue -c --rewind \
+        --reasoning --temp --seed --backend /v1/chat/completions /v1/completions
+    expect serve_missing_model 2 "missing -m" "$B" serve --port 0
+    expect serve_bad_port 2 "--port" "$B" serve -m /nonexistent-glimmer-model --port 70000
+    expect serve_bad_reasoning 2 "expected low, medium or high" "$B" serve -m /nonexistent-glimmer-model --reasoning max
+    expect serve_no_model 1 "cannot open model '/nonexistent-glimmer-model'" "$B" serve -m /nonexistent-glimmer-model --port 0
+fi
 expect help_short_flag 0 "usage: glimmer run" "$B" run -h
 expect unknown_command 2 "unknown command 'frobnicate'" "$B" frobnicate
 
