@@ -67,7 +67,7 @@ struct srv_gen {
     int reasoned;    /* some reasoning text went out */
 };
 
-static double now_s(void) {
+double srv_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -351,10 +351,10 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
             keep = 0;
         }
         g->u.cached_tokens = keep;
-        double t0 = now_s();
+        double t0 = srv_now();
         st = slot_eval(e, s, t.ids + keep, (int)t.n - keep, g->logits, err);
-        g->u.prompt_seconds = now_s() - t0;
-        g->t0 = now_s();
+        g->u.prompt_seconds = srv_now() - t0;
+        g->t0 = srv_now();
     }
     glim_tokens_free(&t);
     if (st) {
@@ -424,7 +424,7 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
     ev->done = 1;
     ev->finish = why;
     ev->calls = g->calls, ev->n_calls = g->n_calls;
-    g->u.gen_seconds = now_s() - g->t0;
+    g->u.gen_seconds = srv_now() - g->t0;
     return 0;
 }
 

@@ -42,12 +42,6 @@ typedef struct stream {
     double t0;
 } stream;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static MHD_Result_t send_json(struct MHD_Connection *c, int status, json_t *j) {
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -143,7 +137,7 @@ static void stream_more(stream *s) {
         bad = bad || out_event(s, srv_chunk(&s->rp, &ev, 0));
         if (s->include_usage) bad = bad || out_event(s, srv_usage_chunk(&s->rp, srv_gen_usage(s->g)));
         s->finished = 1;
-        log_request(s->e, s->route, 200, srv_gen_usage(s->g), ev.finish, now_s() - s->t0);
+        log_request(s->e, s->route, 200, srv_gen_usage(s->g), ev.finish, srv_now() - s->t0);
     }
     if (s->finished) bad = bad || out_add(s, "data: [DONE]\n\n", 14);
     if (bad) s->finished = -1; /* out of memory: end the stream where it is */
@@ -164,7 +158,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream *s = cls;
-    if (!s->finished) log_request(s->e, s->route, 499, srv_gen_usage(s->g), "client gone", now_s() - s->t0);
+    if (!s->finished) log_request(s->e, s->route, 499, srv_gen_usage(s->g), "client gone", srv_now() - s->t0);
     srv_gen_free(s->g); /* the slot is free again, even if the client left mid-stream */
     srv_request_free(s->r);
     free(s->r);
@@ -175,7 +169,7 @@ static void stream_free(void *cls) {
 /* ---- generation routes ----------------------------------------------------------------------- */
 
 static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, const char *route, conn *cn) {
-    const double t0 = now_s();
+    const double t0 = srv_now();
     /* on the heap: a stream keeps it (the generation points at its stop strings and tools) */
     srv_request *r = calloc(1, sizeof *r);
     if (!r) return send_error(c, 500, "out of memory");
@@ -186,7 +180,7 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
     if (st) {
         srv_request_free(r);
         free(r);
-        log_request(e, route, st, NULL, NULL, now_s() - t0);
+        log_request(e, route, st, NULL, NULL, srv_now() - t0);
         return send_error(c, st, "%s", err.message);
     }
     srv_reply rp;
@@ -228,10 +222,10 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
     }
     MHD_Result_t ok;
     if (st) {
-        log_request(e, route, st, srv_gen_usage(g), NULL, now_s() - t0);
+        log_request(e, route, st, srv_gen_usage(g), NULL, srv_now() - t0);
         ok = send_error(c, st, "%s", err.message);
     } else {
-        log_request(e, route, 200, srv_gen_usage(g), ev.finish, now_s() - t0);
+        log_request(e, route, 200, srv_gen_usage(g), ev.finish, srv_now() - t0);
         ok = send_json(c, 200, srv_response(&rp, text[0], len[0], text[1], len[1], &ev, srv_gen_usage(g)));
     }
     free(text[0]);

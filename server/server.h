@@ -111,6 +111,8 @@ int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err);
  * out for a known continuation, which a test can script (a random model never calls a tool). */
 int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err);
 const srv_usage *srv_gen_usage(const srv_gen *g);
+/* Seconds on the monotonic clock (the usage's timings, the request log). */
+double srv_now(void);
 /* Releases the slot (its cache stays for the next request). */
 void srv_gen_free(srv_gen *g);
 

@@ -224,10 +224,48 @@ static void ring_wraps_correctly(void) {
     glim_model_close(m);
 }
 
-/* Rewinding and evaluating a different continuation gives, bit for bit, a fresh session's
- * logits for the same sequence; a rewind past what the sliding ring still holds is refused and
- * leaves the session where it was. Window 8, n_batch 4: the ring has 12 rows, so from 40 tokens
- * the cache can go back 12 - 8 + 1 = 5 tokens, not 6; with n_rewind 20, 21 and not 22. */
+/* One rewind case: a session of n_rewind evaluates `first` (T tokens), refuses to go back
+ * back + 1 tokens (the session unchanged), goes back `back`, and evaluating a different ending
+ * there gives, bit for bit, a fresh session's logits for the whole new sequence. */
+static void rewind_case(glim_model *m, const int32_t *first, int T, int back, int n_rewind) {
+    const int V = glim_model_get_info(m)->vocab_size;
+    int32_t *second = malloc(sizeof(int32_t) * T);
+    float *want = malloc(sizeof(float) * (size_t)T * V), *got = malloc(sizeof(float) * (size_t)back * V);
+    REQUIRE(second && want && got, "oom");
+    memcpy(second, first, sizeof(int32_t) * T);
+    for (int t = T - back; t < T; t++) second[t] = (first[t] + 1 + t) % V;
+    REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
+    glim_error err = {0};
+    glim_session *s = NULL;
+    glim_session_params sp = {64, 4, n_rewind};
+    REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
+    REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_rewind(s, T - back - 1, &err) == GLIM_E_UNSUPPORTED, "n_rewind %d: %d back allowed",
+          n_rewind, back + 1);
+    char say[64];
+    snprintf(say, sizeof say, "at most %d tokens back", back);
+    CHECK(strstr(err.message, say) != NULL, "message: %s", err.message);
+    CHECK(glim_session_position(s) == T, "a refused rewind moved the session to %d", glim_session_position(s));
+    CHECK(glim_session_rewind(s, T + 1, &err) == GLIM_E_ARG, "a rewind forward was allowed");
+    CHECK(glim_session_rewind(s, T - back, &err) == GLIM_OK, "n_rewind %d, %d back: %s", n_rewind, back, err.message);
+    CHECK(glim_session_position(s) == T - back, "position %d after the rewind", glim_session_position(s));
+    CHECK(glim_eval(s, second + T - back, back, T - back, GLIM_LOGITS_ALL, got, (size_t)back * V, &err) == GLIM_OK,
+          "%s", err.message);
+    CHECK(memcmp(got, want + (size_t)(T - back) * V, sizeof(float) * (size_t)back * V) == 0,
+          "n_rewind %d: logits after a %d-token rewind differ from a fresh session's (max %g)", n_rewind, back,
+          max_abs_diff(got, want + (size_t)(T - back) * V, (size_t)back * V, NULL));
+    /* at the start nothing has wrapped: any rewind is fine */
+    glim_session_reset(s);
+    REQUIRE(glim_eval(s, first, 10, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
+    CHECK(glim_session_rewind(s, 0, &err) == GLIM_OK, "rewind of 10 tokens inside the ring: %s", err.message);
+    glim_session_free(s);
+    free(second);
+    free(want);
+    free(got);
+}
+
+/* Window 8, n_batch 4: the ring has 12 rows, so from 40 tokens the cache can go back
+ * 12 - 8 + 1 = 5 tokens, not 6; with n_rewind 20 (28 rows), 21 and not 22. */
 static void rewind_then_continue(void) {
     glim_synth_spec spec = glim_synth_tiny();
     spec.n_layers = 2; /* layer 0 sliding, layer 1 full */
@@ -236,55 +274,10 @@ static void rewind_then_continue(void) {
     REQUIRE(dir, "no model");
     glim_model *m = open_model(dir);
     REQUIRE(m, "cannot open");
-    enum { T = 40 };
-    const int V = spec.vocab_size;
-    int32_t first[T], second[T];
-    random_tokens(first, T, V, 5);
-    memcpy(second, first, sizeof first);
-    for (int t = T - 5; t < T; t++) second[t] = (first[t] + 1 + t) % V; /* the last 5 differ */
-    float *want = malloc(sizeof(float) * T * V), *got = malloc(sizeof(float) * 5 * V);
-    REQUIRE(want && got, "oom");
-    REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
-    glim_error err = {0};
-    glim_session *s = NULL;
-    glim_session_params sp = {64, 4, 0};
-    REQUIRE(glim_session_create(m, &sp, &s, &err) == GLIM_OK, "%s", err.message);
-    REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
-    CHECK(glim_session_rewind(s, T - 6, &err) == GLIM_E_UNSUPPORTED, "a 6-token rewind was allowed");
-    CHECK(strstr(err.message, "at most 5 tokens back") != NULL, "message: %s", err.message);
-    CHECK(glim_session_position(s) == T, "a refused rewind moved the session to %d", glim_session_position(s));
-    CHECK(glim_session_rewind(s, T + 1, &err) == GLIM_E_ARG, "a rewind forward was allowed");
-    CHECK(glim_session_rewind(s, T - 5, &err) == GLIM_OK, "%s", err.message);
-    CHECK(glim_session_position(s) == T - 5, "position %d after the rewind", glim_session_position(s));
-    CHECK(glim_eval(s, second + T - 5, 5, T - 5, GLIM_LOGITS_ALL, got, (size_t)5 * V, &err) == GLIM_OK, "%s",
-          err.message);
-    CHECK(memcmp(got, want + (size_t)(T - 5) * V, sizeof(float) * 5 * V) == 0,
-          "logits after the rewind differ from a fresh session's (max %g)",
-          max_abs_diff(got, want + (size_t)(T - 5) * V, (size_t)5 * V, NULL));
-    glim_session_free(s);
-    /* n_rewind 20: the ring keeps 20 more keys (28 rows), so 21 tokens back are possible */
-    glim_session_params far = {64, 4, 20};
-    REQUIRE(glim_session_create(m, &far, &s, &err) == GLIM_OK, "%s", err.message);
-    for (int t = T - 21; t < T; t++) second[t] = (first[t] + 3 + t) % V;
-    REQUIRE(eval_all(m, second, T, 64, 4, T, want) == 0, "eval");
-    float *got21 = malloc(sizeof(float) * 21 * V);
-    REQUIRE(got21, "oom");
-    REQUIRE(glim_eval(s, first, T, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
-    CHECK(glim_session_rewind(s, T - 22, &err) == GLIM_E_UNSUPPORTED, "with n_rewind 20, a 22-token rewind was allowed");
-    CHECK(glim_session_rewind(s, T - 21, &err) == GLIM_OK, "with n_rewind 20: %s", err.message);
-    CHECK(glim_eval(s, second + T - 21, 21, T - 21, GLIM_LOGITS_ALL, got21, (size_t)21 * V, &err) == GLIM_OK, "%s",
-          err.message);
-    CHECK(memcmp(got21, want + (size_t)(T - 21) * V, sizeof(float) * 21 * V) == 0,
-          "logits after a 21-token rewind differ from a fresh session's (max %g)",
-          max_abs_diff(got21, want + (size_t)(T - 21) * V, (size_t)21 * V, NULL));
-    free(got21);
-    /* at the start nothing has wrapped: any rewind is fine */
-    glim_session_reset(s);
-    REQUIRE(glim_eval(s, first, 10, 0, GLIM_LOGITS_NONE, NULL, 0, &err) == GLIM_OK, "%s", err.message);
-    CHECK(glim_session_rewind(s, 0, &err) == GLIM_OK, "rewind of 10 tokens inside the ring: %s", err.message);
-    glim_session_free(s);
-    free(want);
-    free(got);
+    int32_t first[40];
+    random_tokens(first, 40, spec.vocab_size, 5);
+    rewind_case(m, first, 40, 5, 0);
+    rewind_case(m, first, 40, 21, 20);
     glim_model_close(m);
 }
 
