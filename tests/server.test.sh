@@ -1,0 +1,139 @@
+#!/bin/sh
+# server.test.sh BUILD: tests of `glimmer serve`, the OpenAI-compatible HTTP server, in two parts:
+#   server_forced_*  tests/server/forced.c, linked with the server's objects: generations driven
+#                    with scripted tokens (reasoning, tool calls, stop strings) that a random model
+#                    never writes;
+#   server_*         tests/server/e2e.mjs, end to end over HTTP with the `openai` npm client (the
+#                    file says what it checks: /health, /v1/models, chat and text completions
+#                    streamed and not, determinism, KV-cache prefix reuse, concurrency, a client
+#                    that disconnects, tools, every documented error status, the API key, exit 0
+#                    on SIGTERM).
+# The model is the tiny random Muse Glimmer checkpoint with the full 202,048-id vocabulary that
+# tokenizer.test.sh builds (BUILD/tokenizer/chatmodel); when it is not there it is built the same
+# way into BUILD/server/chatmodel (tokdiff --write-chat-model + the Muse tokenizer.json).
+# Prints PASS/FAIL/SKIP lines; SKIPs everything (with the reason) when glimmer was built without
+# the HTTP server (libmicrohttpd), and the npm part when node, npm or the npm registry is missing.
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+dir="$root/tests/server"
+tokdir="$root/tests/tokenizer"
+work="$build/server"
+g="$build/glimmer"
+mkdir -p "$work"
+status=0
+
+# SKIP lines for the e2e tests (their names come from e2e.mjs --list when node can say them).
+skip_e2e() {
+    if command -v node >/dev/null 2>&1 && node "$dir/e2e.mjs" --list >"$work/names" 2>/dev/null; then
+        while read -r t; do echo "SKIP $t: $1"; done <"$work/names"
+    else
+        echo "SKIP server_e2e: $1"
+    fi
+}
+skip_all() {
+    echo "SKIP server_forced: $1"
+    skip_e2e "$1"
+    exit $status
+}
+
+if [ ! -x "$g" ]; then
+    echo "FAIL server_binary: $g is not built"
+    exit 1
+fi
+"$g" serve --help >"$work/help.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q libmicrohttpd "$work/help.out"; then
+    skip_all "glimmer was built without the HTTP server: $(head -c 200 "$work/help.out" | tr '\n' ' ')"
+elif [ $rc -ne 0 ]; then
+    echo "FAIL server_help: glimmer serve --help exited $rc: $(head -c 400 "$work/help.out")"
+    exit 1
+fi
+
+# ---- the checkpoint: tokenizer.test.sh's when it is there, else the same one built here ----------
+model="$build/tokenizer/chatmodel"
+if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
+    model="$work/chatmodel"
+fi
+if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
+    muse="$build/tokenizer/muse.json"
+    if [ ! -s "$muse" ]; then
+        # the Muse tokenizer.json is generated from js-tiktoken's o200k_base ranks
+        command -v node >/dev/null 2>&1 || skip_all "node is not installed (it builds the test model's tokenizer)"
+        command -v npm >/dev/null 2>&1 || skip_all "npm is not installed (it builds the test model's tokenizer)"
+        if [ ! -d "$tokdir/node_modules/js-tiktoken" ]; then
+            if ! (cd "$tokdir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >"$work/npm_tokenizer.log" 2>&1); then
+                skip_all "npm could not install js-tiktoken for the test model's tokenizer (see $work/npm_tokenizer.log)"
+            fi
+        fi
+        muse="$work/muse.json"
+        if ! node "$tokdir/make_tokenizer_json.mjs" "$muse.tmp" muse >"$work/make_muse.log" 2>&1; then
+            echo "FAIL server_model: building the Muse tokenizer.json failed (see $work/make_muse.log)"
+            cat "$work/make_muse.log"
+            exit 1
+        fi
+        mv "$muse.tmp" "$muse"
+    fi
+    cc=${CC:-cc}
+    if ! $cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/include" -I"$root/src" -o "$work/tokdiff" \
+            "$tokdir/tokdiff.c" "$build/libglimmer.a" -ljansson -lpcre2-8 -lm -pthread 2>"$work/cc.log"; then
+        echo "FAIL server_model: cannot build tests/tokenizer/tokdiff.c (see $work/cc.log)"
+        cat "$work/cc.log"
+        exit 1
+    fi
+    rm -rf "$model"
+    if ! "$work/tokdiff" --write-chat-model "$model" >"$work/model.log" 2>&1 || ! cp "$muse" "$model/tokenizer.json"; then
+        echo "FAIL server_model: writing the chat model into $model failed"
+        cat "$work/model.log"
+        rm -rf "$model"
+        exit 1
+    fi
+fi
+
+# ---- forced.c: the server's engine and JSON with scripted generations ----------------------------
+# Compiled and linked with the Makefile's own flags (the server objects need its libraries: CUDA's
+# too when the library was built with it).
+mkvar() { make -s --no-print-directory -C "$root" BUILD="$build" --eval 'print-%: ; @echo $($*)' "print-$1" 2>>"$work/make_vars.log"; }
+if ! flags=$(mkvar CFLAGS) || ! libs=$(mkvar LDLIBS) || ! ldflags=$(mkvar LDFLAGS) || ! fcc=$(mkvar CC); then
+    echo "FAIL server_forced_build: cannot read the Makefile's CC / CFLAGS / LDFLAGS / LDLIBS (see $work/make_vars.log)"
+    status=1
+elif ! (cd "$root" && $fcc $flags $ldflags -o "$work/forced" "$dir/forced.c" "$build/server/engine.o" \
+            "$build/server/openai.o" "$build/libglimmer.a" $libs) >"$work/forced_cc.log" 2>&1; then
+    echo "FAIL server_forced_build: cannot build tests/server/forced.c (see $work/forced_cc.log)"
+    head -c 2000 "$work/forced_cc.log"
+    status=1
+else
+    timeout 120 "$work/forced" "$model" >"$work/forced.out" 2>"$work/forced.err"
+    rc=$?
+    cat "$work/forced.out"
+    if [ $rc -ne 0 ] || grep -q '^FAIL ' "$work/forced.out"; then
+        grep -q '^FAIL ' "$work/forced.out" || echo "FAIL server_forced: exited $rc: $(head -c 1000 "$work/forced.err")"
+        status=1
+    fi
+fi
+
+# ---- e2e.mjs: over HTTP with the openai client ------------------------------------------------------
+if ! command -v node >/dev/null 2>&1; then
+    skip_e2e "node is not installed"
+    exit $status
+fi
+if ! command -v npm >/dev/null 2>&1; then
+    skip_e2e "npm is not installed"
+    exit $status
+fi
+if [ ! -d "$dir/node_modules/openai" ]; then
+    if ! (cd "$dir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+        skip_e2e "npm could not install openai (see $work/npm.log)"
+        exit $status
+    fi
+fi
+# e2e.mjs stops its servers itself; timeout is the last resort (it kills them on SIGTERM too).
+timeout 300 node "$dir/e2e.mjs" --glimmer "$g" --model "$model" --work "$work" >"$work/e2e.out" 2>"$work/e2e.err"
+rc=$?
+cat "$work/e2e.out"
+if [ $rc -ne 0 ] || grep -q '^FAIL ' "$work/e2e.out"; then
+    grep -q '^FAIL ' "$work/e2e.out" || echo "FAIL server_e2e: node exited $rc: $(head -c 1000 "$work/e2e.err")"
+    status=1
+fi
+[ -s "$work/e2e.err" ] && head -c 2000 "$work/e2e.err"
+exit $status

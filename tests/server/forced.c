@@ -1,0 +1,217 @@
+/* forced.c: `glimmer serve`'s generation with scripted continuations (srv_gen_push instead of
+ * sampling), on a model whose tokenizer has the Muse chat tokens: what a random model never
+ * writes. The continuation is the chat renderer's own tokens for an assistant message (the ids
+ * past the generation prompt), so the parser, the tool-call naming, the stop strings held back
+ * across tokens and the OpenAI JSON are checked against what the format says they must give.
+ *   forced MODEL_DIR     prints PASS / FAIL lines (names server_forced_*); exit 1 on a failure
+ * Built and run by tests/server.test.sh (it links the server's objects). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+static int failed;
+#define CHECK(name, cond, ...)                                                                                         \
+    do {                                                                                                               \
+        if (cond) {                                                                                                    \
+            printf("PASS server_forced_%s\n", name);                                                                   \
+        } else {                                                                                                       \
+            printf("FAIL server_forced_%s: ", name);                                                                   \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+            failed = 1;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+
+typedef struct outcome {
+    char content[4096], reasoning[4096];
+    size_t nc, nr;
+    int events, pushed, max_content_event;
+    srv_event end; /* its calls are the generation's: copied into call_* before it is freed */
+    char call_id[64], call_name[64], call_args[256];
+    json_t *response, *end_chunk;
+    char why[1200];
+} outcome;
+
+static srv_engine *E;
+
+/* The ids of `reply` (one assistant message) as the renderer writes them after the generation
+ * prompt of `messages`. */
+static int continuation(const glim_chat_message *messages, int n, const glim_chat_message *reply, glim_tokens *out,
+                        char *why) {
+    glim_tokenizer *tok = NULL;
+    glim_error err = {0};
+    if (glim_tokenizer_load(srv_engine_config(E)->model_dir, &tok, &err)) return sprintf(why, "%s", err.message), -1;
+    glim_chat_message all[8];
+    memcpy(all, messages, sizeof *all * (size_t)n);
+    all[n] = *reply;
+    glim_chat_options with = {.current_date = "01-02-2027", .add_generation_prompt = 1};
+    glim_chat_options without = {.current_date = "01-02-2027"};
+    glim_tokens a = {0}, b = {0};
+    int bad = glim_chat_tokenize(tok, messages, n, &with, &a, &err) || glim_chat_tokenize(tok, all, n + 1, &without, &b, &err);
+    if (bad) sprintf(why, "render: %s", err.message);
+    else if (b.n <= a.n || memcmp(a.ids, b.ids, a.n * sizeof *a.ids))
+        bad = 1, sprintf(why, "the reply's rendering does not extend the generation prompt");
+    for (size_t i = a.n; !bad && i < b.n; i++) glim_tokens_push(out, b.ids[i], &err);
+    glim_tokens_free(&a);
+    glim_tokens_free(&b);
+    glim_tokenizer_free(tok);
+    return bad ? -1 : 0;
+}
+
+/* Runs a chat request body, pushing the reply's tokens until the generation ends. */
+static int run(const char *body, const glim_chat_message *reply, outcome *o) {
+    memset(o, 0, sizeof *o);
+    srv_request r;
+    glim_error err = {0};
+    if (srv_request_parse(&r, SRV_CHAT, body, strlen(body), srv_engine_config(E), &err))
+        return sprintf(o->why, "parse: %s", err.message), -1;
+    glim_tokens ids = {0};
+    srv_gen *g = NULL;
+    int rc = continuation(r.messages, r.n_messages, reply, &ids, o->why);
+    if (!rc && srv_gen_start(E, &r, &g, &err)) rc = -1, sprintf(o->why, "start: %s", err.message);
+    srv_reply rp;
+    srv_reply_init(&rp, SRV_CHAT, "m");
+    for (size_t i = 0; !rc && i < ids.n; i++) {
+        srv_event ev;
+        if (srv_gen_push(g, ids.ids[i], &ev, &err)) {
+            rc = -1, sprintf(o->why, "push: %s", err.message);
+            break;
+        }
+        o->pushed++;
+        if (ev.content_len + o->nc >= sizeof o->content || ev.reasoning_len + o->nr >= sizeof o->reasoning) {
+            rc = -1, sprintf(o->why, "too much text");
+            break;
+        }
+        memcpy(o->content + o->nc, ev.content, ev.content_len), o->nc += ev.content_len;
+        memcpy(o->reasoning + o->nr, ev.reasoning, ev.reasoning_len), o->nr += ev.reasoning_len;
+        o->events += ev.content_len || ev.reasoning_len;
+        if (ev.done) {
+            o->end = ev;
+            if (ev.n_calls) {
+                snprintf(o->call_id, sizeof o->call_id, "%s", ev.calls[0].id);
+                snprintf(o->call_name, sizeof o->call_name, "%s", ev.calls[0].name);
+                snprintf(o->call_args, sizeof o->call_args, "%s", ev.calls[0].arguments);
+            }
+            o->end.calls = NULL;
+            o->response = srv_response(&rp, o->content, o->nc, o->reasoning, o->nr, &ev, srv_gen_usage(g));
+            ev.content_len = ev.reasoning_len = 0;
+            o->end_chunk = srv_chunk(&rp, &ev, 0);
+            break;
+        }
+    }
+    if (!rc && !o->end.done) rc = -1, sprintf(o->why, "the generation did not end after the reply's %zu tokens", ids.n);
+    srv_gen_free(g);
+    srv_request_free(&r);
+    glim_tokens_free(&ids);
+    return rc;
+}
+
+static const char *jpath(json_t *j, const char *path) { /* "a.0.b": objects by key, arrays by index */
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *k = strtok_r(buf, ".", &save); k && j; k = strtok_r(NULL, ".", &save))
+        j = json_is_array(j) ? json_array_get(j, (size_t)atoi(k)) : json_object_get(j, k);
+    return json_is_string(j) ? json_string_value(j) : json_is_null(j) ? "null" : j ? "(not a string)" : "(absent)";
+}
+
+static void tool_call(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\","
+                       "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
+                       "\"days\":{\"type\":\"integer\"}}}}}]}";
+    glim_tool_call call = {"functions.get_weather", "{\"city\": \"Paris\", \"days\": 2}"};
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .reasoning = "Call the tool.", .tool_calls = &call, .n_tool_calls = 1};
+    outcome o;
+    if (run(body, &reply, &o)) {
+        CHECK("tool_call", 0, "%s", o.why);
+        return;
+    }
+    json_t *args = o.end.n_calls == 1 ? json_loads(o.call_args, 0, NULL) : NULL;
+    json_t *want = json_pack("{s:s, s:i}", "city", "Paris", "days", 2);
+    CHECK("tool_call", o.end.n_calls == 1 && !strcmp(o.end.finish, "tool_calls") && !strcmp(o.call_name, "get_weather") &&
+              !strncmp(o.call_id, "call_", 5) && json_equal(args, want),
+          "finish %s, %d calls, name %s, arguments %s", o.end.finish, o.end.n_calls, o.call_name, o.call_args);
+    CHECK("tool_call_reasoning", o.nr == strlen("Call the tool.") && !memcmp(o.reasoning, "Call the tool.", o.nr) && o.nc == 0,
+          "reasoning '%.*s', content '%.*s'", (int)o.nr, o.reasoning, (int)o.nc, o.content);
+    CHECK("tool_call_response",
+          !strcmp(jpath(o.response, "choices.0.message.content"), "null") &&
+              !strcmp(jpath(o.response, "choices.0.message.tool_calls.0.function.name"), "get_weather") &&
+              !strcmp(jpath(o.response, "choices.0.message.tool_calls.0.type"), "function") &&
+              !strcmp(jpath(o.response, "choices.0.finish_reason"), "tool_calls") &&
+              !strcmp(jpath(o.response, "choices.0.message.reasoning_content"), "Call the tool."),
+          "%s", json_dumps(o.response, JSON_COMPACT));
+    json_t *idx = json_object_get(json_array_get(json_object_get(json_object_get(json_array_get(
+                                                                     json_object_get(o.end_chunk, "choices"), 0), "delta"),
+                                                                 "tool_calls"), 0), "index");
+    CHECK("tool_call_chunk", json_is_integer(idx) && json_integer_value(idx) == 0 &&
+                                 !strcmp(jpath(o.end_chunk, "choices.0.delta.tool_calls.0.function.name"), "get_weather"),
+          "%s", json_dumps(o.end_chunk, JSON_COMPACT));
+    json_decref(args), json_decref(want), json_decref(o.response), json_decref(o.end_chunk);
+}
+
+static void stop_string(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stop\":[\"zzz\",\"stop here\"]}";
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .content = "Hello world, stop here please, more text"};
+    outcome o;
+    if (run(body, &reply, &o)) {
+        CHECK("stop_string", 0, "%s", o.why);
+        return;
+    }
+    CHECK("stop_string", o.nc == 13 && !memcmp(o.content, "Hello world, ", 13) && !strcmp(o.end.finish, "stop"),
+          "content '%.*s', finish %s", (int)o.nc, o.content, o.end.finish);
+    /* it ended as the stop string completed, not at the end of the message */
+    glim_tokens all = {0};
+    char why[256];
+    continuation((glim_chat_message[]){{.role = GLIM_ROLE_USER, .content = "hi"}}, 1, &reply, &all, why);
+    CHECK("stop_string_ends_early", o.pushed > 0 && (size_t)o.pushed + 3 < all.n,
+          "pushed %d of the reply's %zu tokens", o.pushed, all.n);
+    glim_tokens_free(&all);
+    json_decref(o.response), json_decref(o.end_chunk);
+}
+
+static void answer_and_length(void) {
+    const char *body = "{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .reasoning = "Greet back.", .content = "Hello! How can I help?"};
+    outcome o;
+    if (run(body, &reply, &o)) {
+        CHECK("answer", 0, "%s", o.why);
+    } else {
+        CHECK("answer", o.nc == strlen(reply.content) && !memcmp(o.content, reply.content, o.nc) &&
+                            o.nr == strlen(reply.reasoning) && !memcmp(o.reasoning, reply.reasoning, o.nr) &&
+                            !strcmp(o.end.finish, "stop") && o.end.n_calls == 0 &&
+                            json_integer_value(json_object_get(json_object_get(o.response, "usage"), "completion_tokens")) == o.pushed,
+              "content '%.*s', reasoning '%.*s', finish %s", (int)o.nc, o.content, (int)o.nr, o.reasoning, o.end.finish);
+        json_decref(o.response), json_decref(o.end_chunk);
+    }
+    /* max_tokens 4: ends on the 4th token with "length" */
+    const char *body4 = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}";
+    if (run(body4, &reply, &o)) {
+        CHECK("length", 0, "%s", o.why);
+        return;
+    }
+    CHECK("length", o.pushed == 4 && !strcmp(o.end.finish, "length"), "pushed %d, finish %s", o.pushed, o.end.finish);
+    json_decref(o.response), json_decref(o.end_chunk);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: forced MODEL_DIR\n");
+        return 2;
+    }
+    srv_config c = {.model_dir = argv[1], .model_name = "m", .backend = "cpu", .threads = 2, .n_ctx = 512, .n_batch = 64,
+                    .parallel = 1, .max_queue = 4, .host = "127.0.0.1", .max_body = 1 << 20, .date = "01-02-2027",
+                    .samp = glim_sampler_defaults(), .quiet = 1};
+    glim_error err = {0};
+    E = srv_engine_open(&c, &err);
+    if (!E) {
+        printf("FAIL server_forced_open: %s\n", err.message);
+        return 1;
+    }
+    tool_call();
+    stop_string();
+    answer_and_length();
+    srv_engine_close(E);
+    return failed;
+}
