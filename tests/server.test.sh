@@ -9,15 +9,13 @@
 #                    that disconnects, tools, every documented error status, the API key, exit 0
 #                    on SIGTERM).
 # The model is the tiny random Muse Glimmer checkpoint with the full 202,048-id vocabulary that
-# tokenizer.test.sh builds (BUILD/tokenizer/chatmodel); when it is not there it is built the same
-# way into BUILD/server/chatmodel (tokdiff --write-chat-model + the Muse tokenizer.json).
+# tests/support/chat_model.sh makes (BUILD/tokenizer/chatmodel, shared with tokenizer.test.sh).
 # Prints PASS/FAIL/SKIP lines; SKIPs everything (with the reason) when glimmer was built without
 # the HTTP server (libmicrohttpd), and the npm part when node, npm or the npm registry is missing.
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 dir="$root/tests/server"
-tokdir="$root/tests/tokenizer"
 work="$build/server"
 g="$build/glimmer"
 mkdir -p "$work"
@@ -50,45 +48,13 @@ elif [ $rc -ne 0 ]; then
     exit 1
 fi
 
-# ---- the checkpoint: tokenizer.test.sh's when it is there, else the same one built here ----------
-model="$build/tokenizer/chatmodel"
-if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
-    model="$work/chatmodel"
-fi
-if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
-    muse="$build/tokenizer/muse.json"
-    if [ ! -s "$muse" ]; then
-        # the Muse tokenizer.json is generated from js-tiktoken's o200k_base ranks
-        command -v node >/dev/null 2>&1 || skip_all "node is not installed (it builds the test model's tokenizer)"
-        command -v npm >/dev/null 2>&1 || skip_all "npm is not installed (it builds the test model's tokenizer)"
-        if [ ! -d "$tokdir/node_modules/js-tiktoken" ]; then
-            if ! (cd "$tokdir" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >"$work/npm_tokenizer.log" 2>&1); then
-                skip_all "npm could not install js-tiktoken for the test model's tokenizer (see $work/npm_tokenizer.log)"
-            fi
-        fi
-        muse="$work/muse.json"
-        if ! node "$tokdir/make_tokenizer_json.mjs" "$muse.tmp" muse >"$work/make_muse.log" 2>&1; then
-            echo "FAIL server_model: building the Muse tokenizer.json failed (see $work/make_muse.log)"
-            cat "$work/make_muse.log"
-            exit 1
-        fi
-        mv "$muse.tmp" "$muse"
-    fi
-    cc=${CC:-cc}
-    if ! $cc -std=c11 -D_GNU_SOURCE -O2 -I"$root/include" -I"$root/src" -o "$work/tokdiff" \
-            "$tokdir/tokdiff.c" "$build/libglimmer.a" -ljansson -lpcre2-8 -lm -pthread 2>"$work/cc.log"; then
-        echo "FAIL server_model: cannot build tests/tokenizer/tokdiff.c (see $work/cc.log)"
-        cat "$work/cc.log"
-        exit 1
-    fi
-    rm -rf "$model"
-    if ! "$work/tokdiff" --write-chat-model "$model" >"$work/model.log" 2>&1 || ! cp "$muse" "$model/tokenizer.json"; then
-        echo "FAIL server_model: writing the chat model into $model failed"
-        cat "$work/model.log"
-        rm -rf "$model"
-        exit 1
-    fi
-fi
+# ---- the checkpoint (tests/support/chat_model.sh, shared with tokenizer.test.sh) ------------------
+model=$(sh "$root/tests/support/chat_model.sh" "$build" 2>"$work/chatmodel.err")
+case $? in
+0) ;;
+2) skip_all "no test model: $(head -c 300 "$work/chatmodel.err")" ;;
+*) echo "FAIL server_model: $(head -c 1000 "$work/chatmodel.err")"; exit 1 ;;
+esac
 
 # ---- forced.c: the server's engine and JSON with scripted generations ----------------------------
 # Compiled and linked with the Makefile's own flags (the server objects need its libraries: CUDA's

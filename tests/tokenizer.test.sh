@@ -103,11 +103,7 @@ fi
 # tokens (history stays in the KV cache): new = ids of "<|start|>user<|message|>...<|eot|><|start|>assistant"
 # and cache after = cache before + new + generated (+1 for the closing <|eot|> when cut by -n).
 if [ -x "$g" ]; then
-    model="$work/chatmodel"
-    if [ ! -s "$model/model.safetensors" ] || [ ! -s "$model/tokenizer.json" ]; then
-        rm -rf "$model"
-        "$work/tokdiff" --write-chat-model "$model" >/dev/null 2>&1 && cp "$work/muse.json" "$model/tokenizer.json"
-    fi
+    model=$(sh "$root/tests/support/chat_model.sh" "$build" 2>"$work/chatmodel.err") || model="$work/chatmodel"
     printf 'Hello there\nsecond turn\n' | "$g" chat -m "$model" -n 5 --temp 0 --date 01-02-2027 -t 2 \
         >"$work/chat.out" 2>"$work/chat.err"
     rc=$?
