@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "hook_flags.h"
 
 #define CMD "glimmer serve"
 
@@ -60,10 +61,13 @@ static void serve_help(void) {
            "  without a seed use it (else each draws a random one)\n\n");
     args_model_help();
     args_sampling_help();
+    printf("\nsteering (every request; capture and census are for run / chat / capture):\n");
+    hook_flags_help();
     printf("\nexit status: 0 after SIGINT / SIGTERM, 1 runtime error (model, memory, port), 2 usage error\n");
 }
 
-static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, glim_cli_sampling *samp) {
+static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, glim_cli_sampling *samp,
+                 hook_flags *hf) {
     glim_args a;
     args_init(&a, CMD, argc, argv);
     int max_body = 16 << 20;
@@ -71,7 +75,7 @@ static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, gl
         if (args_help(&a)) {
             serve_help();
             return 0;
-        } else if (args_model(&a, model) || args_sampling(&a, samp)) {
+        } else if (args_model(&a, model) || args_sampling(&a, samp) || hook_flags_parse(&a, hf)) {
         } else if (args_flag(&a, "--host", NULL)) {
             c->host = a.val;
         } else if (args_flag(&a, "--port", NULL)) {
@@ -107,6 +111,9 @@ static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, gl
     else if (c->reasoning && strcmp(c->reasoning, "low") && strcmp(c->reasoning, "medium") &&
              strcmp(c->reasoning, "high"))
         args_error(&a, "--reasoning '%s': expected low, medium or high", c->reasoning);
+    else if (hf->capture_path || hf->census_path)
+        args_error(&a, "%s is per run: use glimmer run, chat or capture (serve takes the steering flags)",
+                   hf->capture_path ? "--capture" : "--census");
     if (a.err) return 2;
     c->max_body = (size_t)max_body;
     c->seed_given = samp->seed_given;
@@ -125,13 +132,21 @@ static const char *dir_name(const char *dir, char *buf, size_t n) {
     return buf;
 }
 
+/* Every slot's session gets the steering flags. */
+static int steer_session(void *ctx, glim_session *s) { return hook_flags_apply(CMD, ctx, s); }
+
 int cmd_serve(int argc, char **argv) {
     glim_cli_model model = {0};
     glim_cli_sampling samp = args_sampling_defaults();
+    hook_flags hf = {0};
     srv_config c = {.host = "127.0.0.1", .port = 8080, .parallel = 1, .max_queue = 64, .n_ctx = 8192, .n_batch = 64,
                    .n_rewind = 4096};
-    int rc = parse(argc, argv, &c, &model, &samp);
-    if (rc >= 0) return rc;
+    int rc = parse(argc, argv, &c, &model, &samp, &hf);
+    if (rc >= 0) {
+        hook_flags_free(&hf);
+        return rc;
+    }
+    if (hf.any) c.on_session = steer_session, c.on_session_ctx = &hf;
     char name[256];
     c.model_dir = model.dir, c.backend = model.backend, c.threads = model.threads;
     if (!c.model_name) c.model_name = dir_name(model.dir, name, sizeof name);
@@ -148,10 +163,12 @@ int cmd_serve(int argc, char **argv) {
     srv_engine *e = srv_engine_open(&c, &err);
     if (!e) {
         fprintf(stderr, CMD ": cannot open model '%s': %s\n", model.dir, err.message);
+        hook_flags_free(&hf);
         return 1;
     }
     rc = srv_http_run(e);
     srv_engine_close(e);
+    hook_flags_free(&hf);
     return rc;
 }
 #endif

@@ -130,6 +130,10 @@ srv_engine *srv_engine_open(const srv_config *cfg, glim_error *err) {
             fail(err, 500, "slot %d of %d (context %d tokens): %.900s", i + 1, cfg->parallel, e->cfg.n_ctx, why);
             goto bad;
         }
+        if (cfg->on_session && cfg->on_session(cfg->on_session_ctx, s->s)) {
+            fail(err, 500, "setting up slot %d's session failed (see above)", i + 1);
+            goto bad;
+        }
     }
     return e;
 bad:

@@ -30,6 +30,10 @@ typedef struct srv_config {
     glim_sampler_params samp;     /* sampling defaults a request may override */
     int seed_given;               /* samp.seed is for every request without one (else random) */
     int quiet;                    /* no per-request log lines */
+    /* called on each slot's session once it is made (glimmer serve: the steering flags); non-zero
+     * fails the start */
+    int (*on_session)(void *ctx, glim_session *s);
+    void *on_session_ctx;
 } srv_config;
 
 /* ---- requests (openai.c) ------------------------------------------------------------------ */

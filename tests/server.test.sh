@@ -93,8 +93,16 @@ if [ ! -d "$dir/node_modules/openai" ]; then
         exit $status
     fi
 fi
+# a control vector for the --steer test (token-id prompts: the chat model's tokenizer is not needed)
+printf '5,6,7,8\n9,10,11\n' >"$work/pos.txt"
+printf '300,301,302\n303,304,305,306\n' >"$work/neg.txt"
+steer=""
+if "$g" steer-extract -m "$model" --positive "$work/pos.txt" --negative "$work/neg.txt" -o "$work/cv.gguf" \
+        >"$work/steer.log" 2>&1; then
+    steer="--steer-file $work/cv.gguf"
+fi
 # e2e.mjs stops its servers itself; timeout is the last resort (it kills them on SIGTERM too).
-timeout 300 node "$dir/e2e.mjs" --glimmer "$g" --model "$model" --work "$work" >"$work/e2e.out" 2>"$work/e2e.err"
+timeout 300 node "$dir/e2e.mjs" --glimmer "$g" --model "$model" --work "$work" $steer >"$work/e2e.out" 2>"$work/e2e.err"
 rc=$?
 cat "$work/e2e.out"
 if [ $rc -ne 0 ] || grep -q '^FAIL ' "$work/e2e.out"; then

@@ -44,6 +44,7 @@ const TESTS = [
   ...ERROR_CASES,
   "server_alive_after_errors", "server_sigterm",
   "server_fresh_start", "server_fresh_model_name", "server_fresh_same_answer", "server_fresh_sigterm",
+  "server_steer",
 ];
 
 // ---- results ---------------------------------------------------------------------------------------
@@ -91,6 +92,7 @@ function parseArgs(argv) {
     else if (k === "--glimmer") a.glimmer = resolve(argv[++i]);
     else if (k === "--model") a.model = resolve(argv[++i]);
     else if (k === "--work") a.work = resolve(argv[++i]);
+    else if (k === "--steer-file") a.steer = resolve(argv[++i]);
     else throw new Error(`unknown argument ${k}`);
   }
   return a;
@@ -520,7 +522,7 @@ async function main() {
     return `stop ${show(stop)} cuts ${show(full)} to ${show(want)}`;
   });
 
-  await test("server_completion_stream", async () => {
+  const story = await test("server_completion_stream", async () => {
     const req = { model: name, prompt: "A short story:", max_tokens: 10, temperature: 0 };
     const r = checkTextCompletion(await client.completions.create(req), { name, maxTokens: 10 });
     const s = await streamCompletion(client, req);
@@ -529,7 +531,7 @@ async function main() {
     const raw = await sse(server, "/v1/completions", { ...req, stream: true });
     const rawText = raw.chunks.map((c) => c.choices?.map((x) => x.text ?? "").join("") ?? "").join("");
     check(rawText === r.text, `raw-streamed ${show(rawText)}, non-streamed ${show(r.text)}`);
-    return `${show(r.text)} both ways, finish ${s.finish}`;
+    return { detail: `${show(r.text)} both ways, finish ${s.finish}`, req, text: r.text };
   });
 
   // Prefix reuse: B continues A's conversation, so the slot that served A holds B's prefix.
@@ -703,6 +705,24 @@ async function main() {
     const ex = await stopServer(fresh, work);
     check(ex.code === 0 && ex.signal === null, `exit code ${ex.code}, signal ${ex.signal}; output: ${tail(fresh.log)}`);
     return `exit 0 ${ex.ms} ms after SIGTERM`;
+  });
+
+  // --steer applies a control vector to every slot: the greedy story changes, the same way twice.
+  await test("server_steer", async () => {
+    if (!opts.steer) throw new Skip("no --steer-file given (server.test.sh makes one with glimmer steer-extract)");
+    check(story, "needs server_completion_stream's greedy story");
+    const s = await startServer(opts, "steered", ["--steer", `${opts.steer},scale=24`]);
+    try {
+      const c3 = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30000 });
+      const a = checkTextCompletion(await c3.completions.create(story.req), { name, maxTokens: 10 }).text;
+      const b = checkTextCompletion(await c3.completions.create(story.req), { name, maxTokens: 10 }).text;
+      check(a !== story.text, `steered text ${show(a)} is the unsteered one`);
+      check(a === b, `steered greedy texts differ: ${show(a)}, then ${show(b)}`);
+      return `steered: ${show(a)}; unsteered: ${show(story.text)}`;
+    } finally {
+      const ex = await stopServer(s, work);
+      check(ex.code === 0, `the steered server exited ${show(ex)}`);
+    }
   });
 }
 
