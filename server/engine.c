@@ -446,6 +446,7 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
     if (id < 0 || id >= e->in->vocab_size) return fail(err, 400, "token id %d is outside the vocabulary of %d", id, e->in->vocab_size);
     glim_sampler_accept(g->smp, id);
     g->u.completion_tokens++;
+    g->u.gen_seconds = srv_now() - g->t0;
     if (glim_tokens_push(&g->out, id, err) != GLIM_OK) return fail(err, 500, "out of memory");
     int stop = is_stop_id(e, id);
     const char *text = NULL;

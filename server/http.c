@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -168,6 +170,18 @@ static void stream_free(void *cls) {
 
 /* ---- generation routes ----------------------------------------------------------------------- */
 
+/* Whether the client of a non-streamed request has closed its end (a client that timed out
+ * would otherwise keep a slot generating to the end of its max_tokens for nobody). */
+static int client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return 1;
+    char b;
+    return (p.revents & POLLIN) && recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, const char *route, conn *cn) {
     const double t0 = srv_now();
     /* on the heap: a stream keeps it (the generation points at its stop strings and tools) */
@@ -208,7 +222,9 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
     char *text[2] = {NULL, NULL};
     size_t len[2] = {0, 0};
     srv_event ev;
-    for (;;) {
+    int gone = 0;
+    for (unsigned k = 0;; k++) {
+        if (k % 8 == 7 && (gone = client_gone(c))) break;
         if ((st = srv_gen_step(g, &ev, &err))) break;
         const char *piece[2] = {ev.content, ev.reasoning};
         size_t pn[2] = {ev.content_len, ev.reasoning_len};
@@ -221,7 +237,10 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
         if (st || ev.done) break;
     }
     MHD_Result_t ok;
-    if (st) {
+    if (gone) {
+        log_request(e, route, 499, srv_gen_usage(g), "client gone", srv_now() - t0);
+        ok = send_error(c, 400, "the client closed the connection"); /* goes nowhere; MHD closes it */
+    } else if (st) {
         log_request(e, route, st, srv_gen_usage(g), NULL, srv_now() - t0);
         ok = send_error(c, st, "%s", err.message);
     } else {

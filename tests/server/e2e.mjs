@@ -43,7 +43,8 @@ const TESTS = [
   "server_tools", "server_tools_history",
   ...ERROR_CASES,
   "server_alive_after_errors", "server_sigterm",
-  "server_fresh_start", "server_fresh_model_name", "server_fresh_same_answer", "server_fresh_sigterm",
+  "server_fresh_start", "server_fresh_model_name", "server_fresh_same_answer", "server_fresh_gone_nonstream",
+  "server_fresh_sigterm",
   "server_steer",
 ];
 
@@ -681,7 +682,7 @@ async function main() {
 
   // A fresh server that has nothing cached must give B the same answer.
   const fresh = await test("server_fresh_start", async () => {
-    const s = await startServer(opts, "fresh", ["--parallel", "1", "--model-name", FRESH_NAME]);
+    const s = await startServer(opts, "fresh", ["--parallel", "1", "--model-name", FRESH_NAME, "-c", "4096"]);
     return { detail: `--parallel 1, listening on port ${s.port} after ${s.startMs} ms`, s };
   }).then((r) => r?.s);
   if (!fresh) return failUnreported("the second server did not start (see server_fresh_start)");
@@ -700,6 +701,25 @@ async function main() {
     same([b.usage.prompt_tokens, b.usage.completion_tokens], [prefix.b.usage.prompt_tokens, prefix.b.usage.completion_tokens], "B's token counts");
     check(cachedOf(b.usage) === 0, `cached_tokens ${show(cachedOf(b.usage))} on a fresh server`);
     return `same message (${describe(bm)}) and usage, 0 cached tokens`;
+  });
+  // A non-streamed request whose client gives up must free the only slot at once, not generate
+  // its ~4000 tokens (tens of seconds here) for nobody.
+  await test("server_fresh_gone_nonstream", async () => {
+    const ac = new AbortController();
+    const slow = fetch(`${fresh.url}/v1/completions`, {
+      method: "POST", headers: { "content-type": "application/json" }, signal: ac.signal,
+      body: JSON.stringify({ model: FRESH_NAME, prompt: "Go on and on:", max_tokens: 4000, temperature: 1, seed: 5 }),
+    }).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 500));
+    ac.abort();
+    await slow;
+    const t0 = Date.now();
+    const r = await c2.completions.create({ model: FRESH_NAME, prompt: "Then:", max_tokens: 3, temperature: 0 });
+    const ms = Date.now() - t0;
+    checkTextCompletion(r, { name: FRESH_NAME, maxTokens: 3 });
+    check(ms < 5000, `the next request on the one slot took ${ms} ms: the abandoned one kept generating`);
+    check(/ 499: .*finish client gone/.test(fresh.log), `no "499 ... client gone" log line: ${tail(fresh.log)}`);
+    return `aborted after 500 ms; the next request on the only slot took ${ms} ms`;
   });
   await test("server_fresh_sigterm", async () => {
     const ex = await stopServer(fresh, work);
