@@ -54,8 +54,8 @@ static void serve_help(void) {
            "                         reply (without its reasoning), so the cache is reused from\n"
            "                         the previous prompt's end only if the sliding layers still\n"
            "                         hold those keys; costs N more keys per sliding layer\n"
-           "  --reasoning R          reasoning effort when a request gives none: low, medium or\n"
-           "                         high (default)\n"
+           "  --reasoning R          reasoning effort when a request gives none: low, medium,\n"
+           "                         high (default) or xhigh\n"
            "  --date DD-MM-YYYY      current date in the default system message (default today)\n"
            "  sampling flags below: defaults for requests that do not set them; with -s, requests\n"
            "  without a seed use it (else each draws a random one)\n\n");
@@ -109,8 +109,8 @@ static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, gl
     if (a.err) return 2;
     if (!model->dir) args_error(&a, "missing -m DIR (the checkpoint directory)");
     else if (c->reasoning && strcmp(c->reasoning, "low") && strcmp(c->reasoning, "medium") &&
-             strcmp(c->reasoning, "high"))
-        args_error(&a, "--reasoning '%s': expected low, medium or high", c->reasoning);
+             strcmp(c->reasoning, "high") && strcmp(c->reasoning, "xhigh"))
+        args_error(&a, "--reasoning '%s': expected low, medium, high or xhigh", c->reasoning);
     else if (hf->capture_path || hf->census_path)
         args_error(&a, "%s is per run: use glimmer run, chat or capture (serve takes the steering flags)",
                    hf->capture_path ? "--capture" : "--census");

@@ -263,7 +263,7 @@ static route route_of(const char *url, const char *model) {
     if (!strcmp(url, "/health")) return R_HEALTH;
     if (!strncmp(url, "/v1/", 4)) url += 3;
     if (!strcmp(url, "/models")) return R_MODELS;
-    if (!strncmp(url, "/models/", 8) && !strcmp(url + 8, model)) return R_MODEL;
+    if (!strncmp(url, "/models/", 8)) return R_MODEL;
     if (!strcmp(url, "/chat/completions")) return R_CHAT;
     if (!strcmp(url, "/completions")) return R_COMPLETIONS;
     return R_NONE;
@@ -318,7 +318,13 @@ static MHD_Result_t handle(void *cls, struct MHD_Connection *c, const char *url,
     switch (rt) {
     case R_HEALTH: return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
     case R_MODELS: return send_json(c, 200, srv_models(cfg));
-    case R_MODEL: return send_json(c, 200, json_incref(json_array_get(json_object_get(srv_models(cfg), "data"), 0)));
+    case R_MODEL: {
+        const char *id = strrchr(url, '/') + 1;
+        if (strcmp(id, cfg->model_name)) return send_error(c, 404, "no model '%s' here: this server has '%s'", id, cfg->model_name);
+        json_t *list = srv_models(cfg), *m = json_incref(json_array_get(json_object_get(list, "data"), 0));
+        json_decref(list);
+        return send_json(c, 200, m);
+    }
     case R_CHAT: return generate(e, c, SRV_CHAT, "POST /v1/chat/completions", cn);
     case R_COMPLETIONS: return generate(e, c, SRV_COMPLETION, "POST /v1/completions", cn);
     default: return send_error(c, 404, "no route %s", url);

@@ -288,8 +288,8 @@ static int chat_fields(srv_request *r, json_t *o, glim_error *err) {
     json_t *re = json_object_get(o, "reasoning_effort");
     if (re && !json_is_null(re)) {
         const char *e = json_string_value(re);
-        if (!e || (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high")))
-            return FAIL("'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+        if (!e || (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high") && strcmp(e, "xhigh")))
+            return FAIL("'reasoning_effort' must be \"low\", \"medium\", \"high\" or \"xhigh\" (Muse Glimmer's)");
         r->reasoning = e;
     }
     json_t *rf = json_object_get(o, "response_format");

@@ -35,7 +35,7 @@ else
         --reasoning --temp --seed --backend /v1/chat/completions /v1/completions
     expect serve_missing_model 2 "missing -m" "$B" serve --port 0
     expect serve_bad_port 2 "--port" "$B" serve -m /nonexistent-glimmer-model --port 70000
-    expect serve_bad_reasoning 2 "expected low, medium or high" "$B" serve -m /nonexistent-glimmer-model --reasoning max
+    expect serve_bad_reasoning 2 "expected low, medium, high or xhigh" "$B" serve -m /nonexistent-glimmer-model --reasoning max
     expect serve_no_model 1 "cannot open model '/nonexistent-glimmer-model'" "$B" serve -m /nonexistent-glimmer-model --port 0
 fi
 expect help_short_flag 0 "usage: glimmer run" "$B" run -h
