@@ -464,7 +464,7 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
     int limit = (g->max_tokens && g->u.completion_tokens >= g->max_tokens) ||
                 glim_session_position(s->s) + 1 > e->cfg.n_ctx;
     if (!stop && !g->st.hit && !limit) {
-        ev->content = g->st.buf + from, ev->content_len = g->st.sent - from;
+        ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
         return slot_eval(e, s, &id, 1, g->logits, err);
     }
     if (g->kind == SRV_COMPLETION && !stop) { /* a character the limit cut short: U+FFFD */

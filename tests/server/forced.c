@@ -84,8 +84,8 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
             rc = -1, sprintf(o->why, "too much text");
             break;
         }
-        memcpy(o->content + o->nc, ev.content, ev.content_len), o->nc += ev.content_len;
-        memcpy(o->reasoning + o->nr, ev.reasoning, ev.reasoning_len), o->nr += ev.reasoning_len;
+        if (ev.content_len) memcpy(o->content + o->nc, ev.content, ev.content_len), o->nc += ev.content_len;
+        if (ev.reasoning_len) memcpy(o->reasoning + o->nr, ev.reasoning, ev.reasoning_len), o->nr += ev.reasoning_len;
         o->events += ev.content_len || ev.reasoning_len;
         if (ev.done) {
             o->end = ev;
