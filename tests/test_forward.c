@@ -200,16 +200,20 @@ static void chunk_sizes_and_prefill_then_decode_agree(void) {
     glim_model_close(m);
 }
 
-/* A long sequence wraps the sliding ring many times (n_ctx 200, window 8, ring 8 + n_batch). */
-static void ring_wraps_correctly(void) {
+/* The ring tests' model: window 8, layer 0 sliding, layer 1 full, 64 ids. */
+static glim_model *open_ring_model(void) {
     glim_synth_spec spec = glim_synth_tiny();
-    spec.n_layers = 2; /* layer 0 sliding, layer 1 full */
+    spec.n_layers = 2;
     spec.vocab_size = 64;
     const char *dir = make_model("ring", spec);
-    REQUIRE(dir, "no model");
-    glim_model *m = open_model(dir);
-    REQUIRE(m, "cannot open");
-    int T = 150, V = spec.vocab_size;
+    return dir ? open_model(dir) : NULL;
+}
+
+/* A long sequence wraps the sliding ring many times (n_ctx 200, window 8, ring 8 + n_batch). */
+static void ring_wraps_correctly(void) {
+    glim_model *m = open_ring_model();
+    REQUIRE(m, "cannot make or open the ring model");
+    int T = 150, V = glim_model_get_info(m)->vocab_size;
     int32_t *tok = malloc(sizeof(int32_t) * T);
     random_tokens(tok, T, V, 3);
     float *a = malloc(sizeof(float) * T * V), *ref = malloc(sizeof(float) * T * V);
@@ -267,15 +271,10 @@ static void rewind_case(glim_model *m, const int32_t *first, int T, int back, in
 /* Window 8, n_batch 4: the ring has 12 rows, so from 40 tokens the cache can go back
  * 12 - 8 + 1 = 5 tokens, not 6; with n_rewind 20 (28 rows), 21 and not 22. */
 static void rewind_then_continue(void) {
-    glim_synth_spec spec = glim_synth_tiny();
-    spec.n_layers = 2; /* layer 0 sliding, layer 1 full */
-    spec.vocab_size = 64;
-    const char *dir = make_model("ring", spec);
-    REQUIRE(dir, "no model");
-    glim_model *m = open_model(dir);
-    REQUIRE(m, "cannot open");
+    glim_model *m = open_ring_model();
+    REQUIRE(m, "cannot make or open the ring model");
     int32_t first[40];
-    random_tokens(first, 40, spec.vocab_size, 5);
+    random_tokens(first, 40, glim_model_get_info(m)->vocab_size, 5);
     rewind_case(m, first, 40, 5, 0);
     rewind_case(m, first, 40, 21, 20);
     glim_model_close(m);
