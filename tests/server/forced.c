@@ -195,6 +195,47 @@ static void answer_and_length(void) {
     json_decref(o.response), json_decref(o.end_chunk);
 }
 
+/* Mutated request bodies (bytes flipped, inserted, deleted, cut short) through the parser: each
+ * must come back accepted (0) or refused with a 400 and a message, never anything else; under a
+ * sanitizer build this is also the check that none of them crashes or leaks. */
+static void parse_mutations(void) {
+    static const char *seeds[] = {
+        "{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}],"
+        "\"max_tokens\":5,\"temperature\":0.5,\"stop\":[\"a\",\"b\"],\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"w\"},{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"r\","
+        "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":1}\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+        "{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}],\"seed\":7,\"reasoning_effort\":\"low\"}",
+    };
+    unsigned long long x = 88172645463325252ull;
+    int bad = 0, accepted = 0, refused = 0;
+    char body[1024], first_bad[300] = "";
+    for (int it = 0; it < 20000; it++) {
+        const char *seed = seeds[it % 2];
+        size_t n = strlen(seed);
+        memcpy(body, seed, n);
+        for (int k = 0; k < 1 + it % 4 && n > 1; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+            size_t at = (size_t)(x >> 8) % n;
+            switch ((x >> 3) % 4) {
+            case 0: body[at] = (char)(x >> 40); break;                                                 /* flip */
+            case 1: if (n + 1 < sizeof body) memmove(body + at + 1, body + at, n - at), body[at] = (char)(x >> 32), n++; break;
+            case 2: memmove(body + at, body + at + 1, n - at - 1), n--; break;                        /* delete */
+            case 3: n = at + 1; break;                                                                 /* cut */
+            }
+        }
+        srv_request r;
+        glim_error err = {0};
+        int st = srv_request_parse(&r, it % 3 ? SRV_CHAT : SRV_COMPLETION, body, n, srv_engine_config(E), &err);
+        if (st == 0) accepted++, srv_request_free(&r);
+        else if (st == 400 && err.message[0]) refused++;
+        else if (!bad++) snprintf(first_bad, sizeof first_bad, "status %d, message '%.200s'", st, err.message);
+    }
+    CHECK("parse_mutations", !bad && accepted > 0 && refused > 0,
+          "%d of 20000 mutated bodies neither accepted nor refused with a 400 (first: %s); %d accepted, %d refused",
+          bad, first_bad, accepted, refused);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: forced MODEL_DIR\n");
@@ -212,6 +253,7 @@ int main(int argc, char **argv) {
     tool_call();
     stop_string();
     answer_and_length();
+    parse_mutations();
     srv_engine_close(E);
     return failed;
 }
