@@ -55,8 +55,6 @@ struct srv_gen {
     float *logits;
     glim_chat_parser *parser;  /* chat */
     glim_stream_decoder *dec;  /* completion */
-    const glim_chat_tool *tools;
-    int n_tools;
     int max_tokens;
     stopper st;
     srv_usage u;
@@ -328,7 +326,6 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
     }
     g->e = e;
     g->kind = r->kind;
-    g->tools = r->tools, g->n_tools = r->n_tools;
     g->max_tokens = r->max_tokens;
     g->u.prompt_tokens = (int)t.n;
     stopper_init(&g->st, r->stop, r->n_stop);
@@ -347,16 +344,16 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
         /* reuse the longest cached prefix, but evaluate at least the last prompt token: its logits
          * are not kept */
         slot *s = g->sl;
-        int keep = common_prefix(s, t.ids, (int)t.n);
-        if (keep == (int)t.n) keep--;
+        int reuse = common_prefix(s, t.ids, (int)t.n);
+        if (reuse == (int)t.n) reuse--;
         glim_error rw;
-        if (glim_session_rewind(s->s, keep, &rw) != GLIM_OK) { /* the sliding ring moved on */
+        if (glim_session_rewind(s->s, reuse, &rw) != GLIM_OK) { /* the sliding ring moved on */
             glim_session_reset(s->s);
-            keep = 0;
+            reuse = 0;
         }
-        g->u.cached_tokens = keep;
+        g->u.cached_tokens = reuse;
         double t0 = srv_now();
-        st = slot_eval(e, s, t.ids + keep, (int)t.n - keep, g->logits, err);
+        st = slot_eval(e, s, t.ids + reuse, (int)t.n - reuse, g->logits, err);
         g->u.prompt_seconds = srv_now() - t0;
         g->t0 = srv_now();
     }

@@ -115,10 +115,12 @@ static int out_event(stream *s, json_t *j) {
  * end the finish chunk, the usage chunk if asked for, and [DONE]. A failure mid-stream becomes an
  * error event (the status line went out long ago). */
 static void stream_more(stream *s) {
-    if (!s->started) {
+    if (!s->started) { /* a chat stream opens with the assistant's role */
         s->started = 1;
-        if (s->rp.kind == SRV_CHAT && out_event(s, srv_chunk(&s->rp, NULL, 1)) == 0) return;
-        if (s->rp.kind != SRV_CHAT) return;
+        if (s->rp.kind == SRV_CHAT) {
+            if (out_event(s, srv_chunk(&s->rp, NULL, 1))) s->finished = -1;
+            return;
+        }
     }
     srv_event ev;
     glim_error err = {0};

@@ -27,7 +27,7 @@ static int failed;
 typedef struct outcome {
     char content[4096], reasoning[4096];
     size_t nc, nr;
-    int events, pushed, max_content_event;
+    int pushed;
     srv_event end; /* its calls are the generation's: copied into call_* before it is freed */
     char call_id[64], call_name[64], call_args[256];
     json_t *response, *end_chunk;
@@ -86,7 +86,6 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
         }
         if (ev.content_len) memcpy(o->content + o->nc, ev.content, ev.content_len), o->nc += ev.content_len;
         if (ev.reasoning_len) memcpy(o->reasoning + o->nr, ev.reasoning, ev.reasoning_len), o->nr += ev.reasoning_len;
-        o->events += ev.content_len || ev.reasoning_len;
         if (ev.done) {
             o->end = ev;
             if (ev.n_calls) {
