@@ -6,6 +6,7 @@
  * prompt tokens at a time, so concurrent requests interleave instead of queueing whole.
  * Chat output goes through the Muse chat parser (reasoning, answer, tool calls); stop strings
  * are matched on the answer text, holding back what could be the start of one. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,11 @@ struct srv_gen {
     int n_calls;
     glim_tokens out; /* the ids generated */
     int reasoned;    /* some reasoning text went out */
+    /* completions' logprobs (r->logprobs >= 0: alternatives per token) and echo */
+    int top, no_generation;
+    srv_logprob *lps;
+    int n_lps, cap_lps;
+    glim_tokens prompt; /* kept for the echo */
 };
 
 double srv_now(void) {
@@ -284,6 +290,91 @@ static int stopper_push(stopper *f, const char *t, size_t n) {
 /* The end: everything held back goes out. */
 static void stopper_flush(stopper *f) { f->sent = f->n; }
 
+/* ---- log probabilities ----------------------------------------------------------------------- */
+
+/* Appends token id's log probability under `logits` (a log-softmax in double) and the g->top most
+ * likely tokens there. */
+static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first) {
+    if (g->n_lps == g->cap_lps) {
+        int cap = g->cap_lps ? 2 * g->cap_lps : 64;
+        srv_logprob *p = realloc(g->lps, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        g->lps = p, g->cap_lps = cap;
+    }
+    srv_logprob *r = &g->lps[g->n_lps++];
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->lp = NAN;
+    if (first) return 0; /* nothing predicts a prompt's first token */
+    const int V = g->e->in->vocab_size, k = g->top;
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++)
+        if (logits[i] > mx) mx = logits[i];
+    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
+    const double lse = mx + log(sum);
+    r->lp = (float)(logits[id] - lse);
+    for (int i = 0; i < V && k > 0; i++) { /* the k largest, first index first among equals */
+        if (r->n_top == k && !(logits[i] > logits[r->top_id[k - 1]])) continue;
+        int j = r->n_top < k ? r->n_top++ : k - 1;
+        while (j > 0 && logits[i] > logits[r->top_id[j - 1]]) r->top_id[j] = r->top_id[j - 1], j--;
+        r->top_id[j] = i;
+    }
+    for (int j = 0; j < r->n_top; j++) r->top_lp[j] = (float)(logits[r->top_id[j]] - lse);
+    return 0;
+}
+
+/* The whole prompt from position 0 with every position's logits (echo with logprobs: each prompt
+ * token's probability given the ones before it), a batch at a time under the evaluation lock; the
+ * last row becomes the logits to sample from. */
+static int eval_scored(srv_gen *g, const int32_t *ids, int n, glim_error *err) {
+    srv_engine *e = g->e;
+    slot *s = g->sl;
+    const int batch = e->cfg.n_batch > 0 ? e->cfg.n_batch : 64;
+    const size_t V = (size_t)e->in->vocab_size;
+    float *rows = malloc(sizeof(float) * V * (size_t)(n < batch ? n : batch));
+    if (!rows || record_logprob(g, ids[0], NULL, 1)) {
+        free(rows);
+        return fail(err, 500, "out of memory for the prompt's logits");
+    }
+    glim_session_reset(s->s);
+    for (int done = 0; done < n;) {
+        int k = n - done < batch ? n - done : batch;
+        pthread_mutex_lock(&e->eval_lock);
+        glim_status st = glim_eval(s->s, ids + done, k, done, GLIM_LOGITS_ALL, rows, V * (size_t)k, err);
+        pthread_mutex_unlock(&e->eval_lock);
+        if (st != GLIM_OK) {
+            free(rows);
+            return keep(err, st == GLIM_E_ARG ? 400 : 500);
+        }
+        memcpy(s->ids + done, ids + done, sizeof(int32_t) * (size_t)k);
+        for (int j = 0; j < k; j++) {
+            if (done + j + 1 < n && record_logprob(g, ids[done + j + 1], rows + V * (size_t)j, 0)) {
+                free(rows);
+                return fail(err, 500, "out of memory");
+            }
+        }
+        done += k;
+        if (done == n) memcpy(g->logits, rows + V * (size_t)(k - 1), sizeof(float) * V);
+    }
+    free(rows);
+    return 0;
+}
+
+const srv_logprob *srv_gen_logprobs(const srv_gen *g, int *n) {
+    *n = g->top >= 0 ? g->n_lps : 0;
+    return g->top >= 0 ? g->lps : NULL;
+}
+
+char *srv_gen_echo(const srv_gen *g, size_t *len) {
+    char *text = NULL;
+    *len = 0;
+    if (!g->prompt.n || glim_detokenize(g->e->tok, g->prompt.ids, g->prompt.n, 0, &text, len, NULL) != GLIM_OK)
+        return NULL;
+    return text;
+}
+
+const glim_tokenizer *srv_engine_tokenizer(const srv_engine *e) { return e->tok; }
+
 /* ---- generation ------------------------------------------------------------------------------ */
 
 static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, glim_error *err) {
@@ -327,6 +418,8 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
     g->e = e;
     g->kind = r->kind;
     g->max_tokens = r->max_tokens;
+    g->top = r->kind == SRV_COMPLETION ? r->logprobs : -1;
+    g->no_generation = r->no_generation;
     g->u.prompt_tokens = (int)t.n;
     stopper_init(&g->st, r->stop, r->n_stop);
     glim_sampler_params sp = r->samp;
@@ -339,8 +432,17 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
         st = fail(err, 500, "out of memory");
     else if (g->kind == SRV_COMPLETION && !(g->dec = glim_stream_decoder_new(e->tok, 0)))
         st = fail(err, 500, "out of memory");
+    if (!st && r->kind == SRV_COMPLETION && r->echo) { /* the echo's text is the prompt's tokens */
+        for (size_t i = 0; i < t.n && !st; i++)
+            if (glim_tokens_push(&g->prompt, t.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
+    }
     if (!st) st = take_slot(e, t.ids, (int)t.n, &g->sl, err);
-    if (!st) {
+    if (!st && g->top >= 0 && r->echo) { /* every prompt position's logits: nothing reused */
+        double t0 = srv_now();
+        st = eval_scored(g, t.ids, (int)t.n, err);
+        g->u.prompt_seconds = srv_now() - t0;
+        g->t0 = srv_now();
+    } else if (!st) {
         /* reuse the longest cached prefix, but evaluate at least the last prompt token: its logits
          * are not kept */
         slot *s = g->sl;
@@ -431,6 +533,7 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
 
 int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err) {
     memset(ev, 0, sizeof *ev);
+    if (g->no_generation) return finish(g, ev, 0, "length", err); /* echo with max_tokens 0 */
     if (stopping(g->e)) return fail(err, 503, "the server is shutting down");
     int32_t id = glim_sampler_sample(g->smp, g->logits);
     if (id < 0) return fail(err, 500, "the logits are all NaN: nothing to sample");
@@ -441,6 +544,7 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
     srv_engine *e = g->e;
     memset(ev, 0, sizeof *ev);
     if (id < 0 || id >= e->in->vocab_size) return fail(err, 400, "token id %d is outside the vocabulary of %d", id, e->in->vocab_size);
+    if (g->top >= 0 && record_logprob(g, id, g->logits, 0)) return fail(err, 500, "out of memory");
     glim_sampler_accept(g->smp, id);
     g->u.completion_tokens++;
     g->u.gen_seconds = srv_now() - g->t0;
@@ -486,6 +590,8 @@ void srv_gen_free(srv_gen *g) {
     }
     free(g->calls);
     glim_tokens_free(&g->out);
+    glim_tokens_free(&g->prompt);
+    free(g->lps);
     free(g->st.buf);
     glim_chat_parser_free(g->parser);
     glim_stream_decoder_free(g->dec);

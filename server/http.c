@@ -220,12 +220,13 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
         MHD_destroy_response(resp);
         return ok;
     }
-    /* the whole response: the text of every step gathered */
+    /* the whole response: the text of every step gathered (after the prompt's, with echo) */
     char *text[2] = {NULL, NULL};
     size_t len[2] = {0, 0};
+    if (r->echo && !(text[0] = srv_gen_echo(g, &len[0]))) st = 500, snprintf(err.message, sizeof err.message, "out of memory");
     srv_event ev;
     int gone = 0;
-    for (unsigned k = 0;; k++) {
+    for (unsigned k = 0; !st; k++) {
         if (k % 8 == 7 && (gone = client_gone(c))) break;
         if ((st = srv_gen_step(g, &ev, &err))) break;
         const char *piece[2] = {ev.content, ev.reasoning};
@@ -247,7 +248,13 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
         ok = send_error(c, st, "%s", err.message);
     } else {
         log_request(e, route, 200, srv_gen_usage(g), ev.finish, srv_now() - t0);
-        ok = send_json(c, 200, srv_response(&rp, text[0], len[0], text[1], len[1], &ev, srv_gen_usage(g)));
+        json_t *resp = srv_response(&rp, text[0], len[0], text[1], len[1], &ev, srv_gen_usage(g));
+        int n_lp;
+        const srv_logprob *lp = srv_gen_logprobs(g, &n_lp);
+        if (resp && lp)
+            json_object_set_new(json_array_get(json_object_get(resp, "choices"), 0), "logprobs",
+                                srv_logprobs_json(lp, n_lp, srv_engine_tokenizer(e), r->ids_as_tokens));
+        ok = send_json(c, 200, resp);
     }
     free(text[0]);
     free(text[1]);

@@ -1,8 +1,8 @@
 /* openai.c: the OpenAI wire format of `glimmer serve`: a chat or completion request body into a
  * srv_request (every field checked, the offending one named: a client learns what it sent
  * wrong), and the response, chunk, model list and error objects. Unknown fields are ignored, as
- * OpenAI-compatible servers do; fields that ask for something glimmer does not do (n > 1,
- * logprobs, JSON output modes, echo) are refused rather than silently dropped. */
+ * OpenAI-compatible servers do; fields that ask for something glimmer does not do (n > 1, chat
+ * logprobs, JSON output modes, streamed echo) are refused rather than silently dropped. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +103,12 @@ static int common_fields(srv_request *r, json_t *o, const srv_config *cfg, glim_
     if ((st = int_field(o, "seed", INT64_MIN, INT64_MAX, &seed, err))) return st;
     r->seed_given = cfg->seed_given; /* a server started with -s: every request without a seed */
     if (json_is_integer(json_object_get(o, "seed"))) p->seed = (uint64_t)seed, r->seed_given = 1;
-    long long mt = 0;
-    if ((st = int_field(o, "max_tokens", 1, 1 << 30, &mt, err)) ||
-        (st = int_field(o, "max_completion_tokens", 1, 1 << 30, &mt, err)))
+    long long mt = -1;
+    if ((st = int_field(o, "max_tokens", 0, 1 << 30, &mt, err)) ||
+        (st = int_field(o, "max_completion_tokens", 0, 1 << 30, &mt, err)))
         return st;
-    r->max_tokens = (int)mt;
+    r->max_tokens = mt > 0 ? (int)mt : 0;
+    r->no_generation = mt == 0; /* allowed with echo only: completion_fields checks */
     long long n = 1;
     if ((st = int_field(o, "n", 1, 1 << 30, &n, err))) return st;
     if (n != 1) return FAIL("'n' is %lld: glimmer generates one choice per request (n = 1)", n);
@@ -130,10 +131,6 @@ static int common_fields(srv_request *r, json_t *o, const srv_config *cfg, glim_
         if (!json_is_object(so)) return FAIL("'stream_options' must be an object");
         if ((st = bool_field(so, "include_usage", &r->include_usage, err))) return st;
     }
-    int lp = 0;
-    if ((st = bool_field(o, "logprobs", &lp, err))) return st;
-    if (lp || json_is_integer(json_object_get(o, "logprobs")))
-        return FAIL("'logprobs' is not supported by glimmer serve");
     return 0;
 }
 
@@ -283,8 +280,12 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
 }
 
 static int chat_fields(srv_request *r, json_t *o, glim_error *err) {
-    int st;
-    if ((st = messages_of(r, o, err)) || (st = tools_of(r, o, err))) return st;
+    int st, lp = 0;
+    if ((st = messages_of(r, o, err)) || (st = tools_of(r, o, err)) || (st = bool_field(o, "logprobs", &lp, err)))
+        return st;
+    if (lp) return FAIL("'logprobs' is supported on /v1/completions only (a chat answer's tokens are parsed apart)");
+    if (r->no_generation) return FAIL("'max_tokens' must be at least 1");
+    r->logprobs = -1;
     json_t *re = json_object_get(o, "reasoning_effort");
     if (re && !json_is_null(re)) {
         const char *e = json_string_value(re);
@@ -320,9 +321,15 @@ static int completion_fields(srv_request *r, json_t *o, glim_error *err) {
     } else {
         return FAIL("'prompt' must be a string or a non-empty array of token ids");
     }
-    int echo = 0;
-    if (bool_field(o, "echo", &echo, err)) return 400;
-    if (echo) return FAIL("'echo' is not supported by glimmer serve");
+    long long lp = -1;
+    int st;
+    if ((st = int_field(o, "logprobs", 0, SRV_MAX_TOP, &lp, err)) || (st = bool_field(o, "echo", &r->echo, err)) ||
+        (st = bool_field(o, "return_tokens_as_token_ids", &r->ids_as_tokens, err)))
+        return st;
+    r->logprobs = (int)lp;
+    if (r->no_generation && !r->echo) return FAIL("'max_tokens' must be at least 1 (0 only with echo)");
+    if (r->stream && (r->echo || r->logprobs >= 0))
+        return FAIL("'%s' with 'stream' is not supported: ask without streaming", r->echo ? "echo" : "logprobs");
     if (json_is_string(json_object_get(o, "suffix"))) return FAIL("'suffix' is not supported by glimmer serve");
     long long best = 1;
     if (int_field(o, "best_of", 1, 1, &best, err)) return FAIL("'best_of' must be 1");
@@ -461,6 +468,43 @@ json_t *srv_usage_chunk(const srv_reply *rp, const srv_usage *u) {
     json_object_set_new(o, "choices", json_array());
     json_object_set_new(o, "usage", srv_usage_json(u));
     return o;
+}
+
+/* A log probability as JSON: null where it is not a number (a prompt's first token, -inf). */
+static json_t *jlp(float x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *jtoken(const glim_tokenizer *tok, int32_t id, int ids_as_tokens) {
+    if (ids_as_tokens) {
+        char b[32];
+        snprintf(b, sizeof b, "token_id:%d", (int)id);
+        return json_string(b);
+    }
+    size_t n = 0;
+    const char *s = glim_token_bytes(tok, id, &n);
+    return jtext(s, n);
+}
+
+json_t *srv_logprobs_json(const srv_logprob *lp, int n, const glim_tokenizer *tok, int ids_as_tokens) {
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(tokens, jtoken(tok, lp[i].id, ids_as_tokens));
+        json_array_append_new(lps, jlp(lp[i].lp));
+        json_t *top = lp[i].n_top ? json_object() : json_null();
+        for (int k = 0; k < lp[i].n_top; k++) {
+            json_t *name = jtoken(tok, lp[i].top_id[k], ids_as_tokens);
+            if (!json_object_get(top, json_string_value(name))) /* the likelier of two equal spellings */
+                json_object_set_new(top, json_string_value(name), jlp(lp[i].top_lp[k]));
+            json_decref(name);
+        }
+        json_array_append_new(tops, top);
+        json_array_append_new(offs, json_integer((json_int_t)at));
+        size_t len = 0;
+        glim_token_bytes(tok, lp[i].id, &len);
+        at += len;
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
+                     "text_offset", offs);
 }
 
 json_t *srv_models(const srv_config *cfg) {

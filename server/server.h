@@ -40,6 +40,7 @@ typedef struct srv_config {
 
 enum { SRV_CHAT = 0, SRV_COMPLETION = 1 };
 #define SRV_MAX_STOP 4 /* stop strings per request, as OpenAI allows */
+#define SRV_MAX_TOP 20 /* logprobs' alternatives per token */
 
 typedef struct srv_request {
     int kind;
@@ -54,6 +55,10 @@ typedef struct srv_request {
     const char *prompt;
     int32_t *prompt_ids;
     int n_prompt_ids;
+    int logprobs;      /* completion: alternatives per token in logprobs (0..20); -1: no logprobs */
+    int echo;          /* completion: the prompt's tokens (text and logprobs) come first */
+    int ids_as_tokens; /* completion: logprobs name tokens "token_id:N" (return_tokens_as_token_ids) */
+    int no_generation; /* completion: max_tokens 0 with echo (scoring a text: lm-eval's loglikelihood) */
     /* both */
     glim_sampler_params samp;
     int seed_given; /* samp.seed holds the seed to use; else the engine draws one */
@@ -93,6 +98,16 @@ typedef struct srv_event {
     int n_calls;
 } srv_event;
 
+/* One token's log probability under the model (log-softmax of the raw logits, before any
+ * sampling setting) and the most likely alternatives at its position. */
+typedef struct srv_logprob {
+    int32_t id;
+    float lp; /* NAN for a prompt's first token: nothing predicts it */
+    int n_top;
+    int32_t top_id[SRV_MAX_TOP];
+    float top_lp[SRV_MAX_TOP];
+} srv_logprob;
+
 typedef struct srv_usage {
     int prompt_tokens, cached_tokens, completion_tokens;
     double prompt_seconds, gen_seconds;
@@ -115,6 +130,13 @@ int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err);
  * out for a known continuation, which a test can script (a random model never calls a tool). */
 int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err);
 const srv_usage *srv_gen_usage(const srv_gen *g);
+/* With r->logprobs >= 0: the tokens so far (the prompt's first when r->echo), each with its log
+ * probability; NULL otherwise. */
+const srv_logprob *srv_gen_logprobs(const srv_gen *g, int *n);
+/* With r->echo: the prompt's tokens as text (every token's bytes, specials included, so that the
+ * logprobs' text offsets hold), malloc'd; NULL otherwise or out of memory. */
+char *srv_gen_echo(const srv_gen *g, size_t *len);
+const glim_tokenizer *srv_engine_tokenizer(const srv_engine *e);
 /* Seconds on the monotonic clock (the usage's timings, the request log). */
 double srv_now(void);
 /* Releases the slot (its cache stays for the next request). */
@@ -140,6 +162,8 @@ json_t *srv_chunk(const srv_reply *rp, const srv_event *ev, int first);
 json_t *srv_usage_chunk(const srv_reply *rp, const srv_usage *u);
 json_t *srv_usage_json(const srv_usage *u);
 json_t *srv_models(const srv_config *cfg);
+/* A completion choice's "logprobs" object (tokens, token_logprobs, top_logprobs, text_offset). */
+json_t *srv_logprobs_json(const srv_logprob *lp, int n, const glim_tokenizer *tok, int ids_as_tokens);
 /* {"error": {"message", "type", "param", "code"}}; type follows the status. */
 json_t *srv_error(int status, const char *message);
 

@@ -13,7 +13,10 @@
 //     server with nothing cached gives B the same answer), concurrent streams == the same requests
 //     alone, a client that disconnects mid-stream, tool definitions and tool-call histories;
 //   - POST /v1/completions: prompt_tokens == `glimmer tokenize`, token-id prompts, stop strings,
-//     a different seed gives a different text, streaming == non-streaming;
+//     a different seed gives a different text, streaming == non-streaming; logprobs (the greedy
+//     token is its position's most likely, the alternatives sorted) and echo with max_tokens 0
+//     (lm-eval's loglikelihood request): the prompt's scores equal a log-softmax of
+//     `glimmer logits`' rows, and a generated token's logprob equals its score when echoed;
 //   - every documented error (HTTP status and the {"error": {...}} body), the API key, and that the
 //     server still answers afterwards and exits 0 on SIGTERM.
 // The model is random, so its words mean nothing, and where a chat answer's text lands (content,
@@ -23,14 +26,15 @@
 // Prints one "PASS name: detail" / "FAIL name: why" line per test (tests/run.sh counts them) and
 // exits 1 when anything failed. Every test listed in TESTS reports exactly once.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
 // ---- the tests, in the order they run ------------------------------------------------------------
 const ERROR_CASES = [
   "malformed_json", "missing_messages", "messages_not_array", "messages_empty", "unknown_role",
   "n_2", "max_tokens_negative", "temperature_string", "invalid_utf8", "prompt_over_context",
-  "tool_call_id_unknown", "completion_id_out_of_vocab", "unknown_path", "wrong_method",
+  "tool_call_id_unknown", "completion_id_out_of_vocab", "chat_logprobs", "logprobs_stream",
+  "max_tokens_zero_without_echo", "unknown_path", "wrong_method",
   "body_too_large", "auth_missing", "auth_wrong",
 ].map((c) => `server_error_${c}`);
 
@@ -39,6 +43,7 @@ const TESTS = [
   "server_chat_shape", "server_chat_options", "server_chat_deterministic", "server_seed_changes_output",
   "server_chat_stream", "server_chat_stream_sse",
   "server_chat_stop", "server_completion_prompt_tokens", "server_completion_stop", "server_completion_stream",
+  "server_completion_logprobs", "server_completion_echo_scores",
   "server_prefix_reuse", "server_concurrent_streams", "server_client_disconnect",
   "server_tools", "server_tools_history",
   ...ERROR_CASES,
@@ -535,6 +540,67 @@ async function main() {
     return { detail: `${show(r.text)} both ways, finish ${s.finish}`, req, text: r.text };
   });
 
+  // Logprobs of a greedy generation: each token is its position's most likely one, the
+  // alternatives come sorted, and the probabilities are probabilities.
+  const tokenIds = (lp) => lp.tokens.map((t) => { check(/^token_id:\d+$/.test(t), `token ${show(t)}`); return Number(t.slice(9)); });
+  const scorePrompt = JSON.parse(execFileSync(opts.glimmer, ["tokenize", "-m", opts.model, "--text", "Scores of a short prompt"], { encoding: "utf8" }));
+  const greedyLp = await test("server_completion_logprobs", async () => {
+    const r = await http(server, "POST", "/v1/completions", {
+      body: { model: name, prompt: scorePrompt, max_tokens: 3, temperature: 0, logprobs: 4, return_tokens_as_token_ids: true },
+    });
+    check(r.status === 200, `HTTP ${r.status}: ${r.text}`);
+    const lp = r.json.choices[0].logprobs;
+    check(lp && lp.tokens.length === 3 && lp.token_logprobs.length === 3 && lp.top_logprobs.length === 3 && lp.text_offset.length === 3,
+      `logprobs ${show(lp)}`);
+    for (let i = 0; i < 3; i++) {
+      const top = Object.entries(lp.top_logprobs[i]);
+      check(top.length === 4, `position ${i}: ${top.length} alternatives, asked for 4`);
+      check(top.every(([, v], k) => v <= 0 && (k === 0 || v <= top[k - 1][1])), `position ${i}: alternatives ${show(top)} not sorted log probabilities`);
+      check(top[0][0] === lp.tokens[i] && top[0][1] === lp.token_logprobs[i], `position ${i}: greedy token ${lp.tokens[i]} (${lp.token_logprobs[i]}) is not the most likely ${show(top[0])}`);
+      const mass = top.reduce((a, [, v]) => a + Math.exp(v), 0);
+      check(mass > 0 && mass <= 1 + 1e-6, `position ${i}: the alternatives' probabilities sum to ${mass}`);
+    }
+    check(lp.text_offset[0] === 0 && lp.text_offset[1] > 0, `text_offset ${show(lp.text_offset)}`);
+    return { detail: `3 greedy tokens ${show(lp.tokens)}, logprobs ${show(lp.token_logprobs.map((x) => x.toFixed(3)))}`, lp };
+  });
+
+  // echo + max_tokens 0 scores a text: row t of `glimmer logits` gives token t+1's logprob, and a
+  // token generated after the prompt scores what it scored when it was generated.
+  await test("server_completion_echo_scores", async () => {
+    check(greedyLp, "needs server_completion_logprobs");
+    const first = tokenIds(greedyLp.lp)[0];
+    const ids = [...scorePrompt, first];
+    const r = await http(server, "POST", "/v1/completions", {
+      body: { model: name, prompt: ids, max_tokens: 0, echo: true, logprobs: 1, return_tokens_as_token_ids: true },
+    });
+    check(r.status === 200, `HTTP ${r.status}: ${r.text}`);
+    const c = r.json.choices[0], lp = c.logprobs;
+    same(tokenIds(lp), ids, "the echoed tokens");
+    check(lp.token_logprobs[0] === null && lp.top_logprobs[0] === null, `the first token's score ${show(lp.token_logprobs[0])}`);
+    check(r.json.usage.completion_tokens === 0 && c.finish_reason === "length", `usage ${show(r.json.usage)}, finish ${c.finish_reason}`);
+    const last = lp.token_logprobs[ids.length - 1];
+    check(last === greedyLp.lp.token_logprobs[0], `the generated token scores ${last} echoed, ${greedyLp.lp.token_logprobs[0]} when generated`);
+    // an independent reading: glimmer logits' rows, log-softmax in double here
+    const out = join(work, "scores.safetensors");
+    execFileSync(opts.glimmer, ["logits", "-m", opts.model, "--backend", "cpu", "-t", "2", "--tokens", ids.join(","), "-o", out]);
+    const buf = readFileSync(out), hl = Number(buf.readBigUInt64LE(0)), hdr = JSON.parse(buf.subarray(8, 8 + hl).toString());
+    const [T, V] = hdr.logits.shape, [b0] = hdr.logits.data_offsets;
+    check(hdr.logits.dtype === "F32" && T === ids.length, `logits ${show(hdr.logits)}`);
+    const rows = new Float32Array(buf.buffer.slice(buf.byteOffset + 8 + hl + b0, buf.byteOffset + 8 + hl + b0 + T * V * 4));
+    let worst = 0;
+    for (let t = 0; t + 1 < T; t++) {
+      const row = rows.subarray(t * V, (t + 1) * V);
+      let mx = -Infinity;
+      for (const x of row) mx = Math.max(mx, x);
+      let sum = 0;
+      for (const x of row) sum += Math.exp(x - mx);
+      const want = row[ids[t + 1]] - mx - Math.log(sum);
+      worst = Math.max(worst, Math.abs(want - lp.token_logprobs[t + 1]));
+    }
+    check(worst < 1e-4, `echoed scores differ from glimmer logits' log-softmax by up to ${worst}`);
+    return `${ids.length} tokens scored; within ${worst.toExponential(1)} of glimmer logits' log-softmax; the generated token scores the same both ways`;
+  });
+
   // Prefix reuse: B continues A's conversation, so the slot that served A holds B's prefix.
   const prefix = await test("server_prefix_reuse", async () => {
     const a = await client.chat.completions.create(chatRequest(name, "Name three rivers.", { max_tokens: 6 }));
@@ -657,6 +723,12 @@ async function main() {
   }), 400, /call_9|tool_call_id/));
   await errorCase("completion_id_out_of_vocab", async () =>
     checkError(await http(server, "POST", "/v1/completions", { body: { prompt: [200000, 1000, 202048], max_tokens: 2 } }), 400, /202048/));
+  await errorCase("chat_logprobs", async () =>
+    checkError(await chatPost({ messages: user, max_tokens: 2, logprobs: true }), 400, /completions only/));
+  await errorCase("logprobs_stream", async () =>
+    checkError(await http(server, "POST", "/v1/completions", { body: { prompt: "x", max_tokens: 2, logprobs: 1, stream: true } }), 400, /stream/));
+  await errorCase("max_tokens_zero_without_echo", async () =>
+    checkError(await http(server, "POST", "/v1/completions", { body: { prompt: "x", max_tokens: 0 } }), 400, /max_tokens/));
   await errorCase("unknown_path", async () => checkError(await http(server, "GET", "/v1/no-such-thing"), 404));
   await errorCase("wrong_method", async () => checkError(await http(server, "GET", "/v1/chat/completions"), 405));
   await errorCase("body_too_large", async () => {
