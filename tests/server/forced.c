@@ -30,6 +30,7 @@ typedef struct outcome {
     int pushed;
     srv_event end; /* its calls are the generation's: copied into call_* before it is freed */
     char call_id[64], call_name[64], call_args[256];
+    char call2_id[64], call2_name[64], call2_args[256]; /* a second call, when there is one */
     json_t *response, *end_chunk;
     char why[1200];
 } outcome;
@@ -93,6 +94,11 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
                 snprintf(o->call_name, sizeof o->call_name, "%s", ev.calls[0].name);
                 snprintf(o->call_args, sizeof o->call_args, "%s", ev.calls[0].arguments);
             }
+            if (ev.n_calls > 1) {
+                snprintf(o->call2_id, sizeof o->call2_id, "%s", ev.calls[1].id);
+                snprintf(o->call2_name, sizeof o->call2_name, "%s", ev.calls[1].name);
+                snprintf(o->call2_args, sizeof o->call2_args, "%s", ev.calls[1].arguments);
+            }
             o->end.calls = NULL;
             o->response = srv_response(&rp, o->content, o->nc, o->reasoning, o->nr, &ev, srv_gen_usage(g));
             ev.content_len = ev.reasoning_len = 0;
@@ -148,6 +154,26 @@ static void tool_call(void) {
                                  !strcmp(jpath(o.end_chunk, "choices.0.delta.tool_calls.0.function.name"), "get_weather"),
           "%s", json_dumps(o.end_chunk, JSON_COMPACT));
     json_decref(args), json_decref(want), json_decref(o.response), json_decref(o.end_chunk);
+}
+
+/* Two calls in one turn (parallel tool calls: <|eom|> between them): both come back, in order,
+ * with distinct ids. */
+static void parallel_calls(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather and time in Paris?\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+                       "{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]}";
+    glim_tool_call calls[2] = {{"functions.get_weather", "{\"city\": \"Paris\"}"}, {"functions.get_time", "{\"tz\": \"Europe/Paris\"}"}};
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .tool_calls = calls, .n_tool_calls = 2};
+    outcome o;
+    if (run(body, &reply, &o)) {
+        CHECK("parallel_calls", 0, "%s", o.why);
+        return;
+    }
+    CHECK("parallel_calls", o.end.n_calls == 2 && !strcmp(o.end.finish, "tool_calls") && !strcmp(o.call_name, "get_weather") &&
+              !strcmp(o.call2_name, "get_time") && strstr(o.call2_args, "Europe/Paris") && strcmp(o.call_id, o.call2_id),
+          "finish %s, %d calls: %s %s (%s), %s %s (%s)", o.end.finish, o.end.n_calls, o.call_id, o.call_name, o.call_args,
+          o.call2_id, o.call2_name, o.call2_args);
+    json_decref(o.response), json_decref(o.end_chunk);
 }
 
 static void stop_string(void) {
@@ -250,6 +276,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     tool_call();
+    parallel_calls();
     stop_string();
     answer_and_length();
     parse_mutations();
