@@ -43,6 +43,8 @@ static void serve_help(void) {
            "                         GLIMMER_API_KEY, else no key)\n"
            "  --max-body BYTES       largest request body accepted (default 16777216)\n"
            "  --model-name NAME      the model id clients see (default: the checkpoint directory's name)\n"
+           "  --cors ORIGIN          let browser pages from ORIGIN call the API (e.g. '*' or\n"
+           "                         http://localhost:3000): CORS headers and preflights (default off)\n"
            "  --quiet                no per-request log lines\n"
            "requests:\n"
            "  --parallel N           slots: requests served at once (default 1); each holds its\n"
@@ -85,6 +87,8 @@ static int parse(int argc, char **argv, srv_config *c, glim_cli_model *model, gl
             c->api_key = a.val;
         } else if (args_flag(&a, "--max-body", NULL)) {
             args_int(&a, &max_body, 1024, 1 << 30);
+        } else if (args_flag(&a, "--cors", NULL)) {
+            c->cors = a.val;
         } else if (args_flag(&a, "--model-name", NULL)) {
             c->model_name = a.val;
         } else if (args_switch(&a, "--quiet")) {

@@ -44,6 +44,20 @@ typedef struct stream {
     double t0;
 } stream;
 
+/* --cors ORIGIN: set once before the daemon starts, read-only after. */
+static const char *cors_origin;
+
+/* Queues a response with the headers every response carries (CORS when asked for). */
+static MHD_Result_t queue(struct MHD_Connection *c, int status, struct MHD_Response *r) {
+    if (cors_origin) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", cors_origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
+    MHD_Result_t ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 static MHD_Result_t send_json(struct MHD_Connection *c, int status, json_t *j) {
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -59,10 +73,8 @@ static MHD_Result_t send_json(struct MHD_Connection *c, int status, json_t *j) {
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "application/json");
-    if (status == 405) MHD_add_response_header(r, "Allow", "GET, POST");
-    MHD_Result_t ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ok;
+    if (status == 405) MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+    return queue(c, status, r);
 }
 
 static MHD_Result_t send_error(struct MHD_Connection *c, int status, const char *fmt, ...)
@@ -216,9 +228,7 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
         snprintf(s->route, sizeof s->route, "%s", route);
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
-        MHD_Result_t ok = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        return ok;
+        return queue(c, 200, resp);
     }
     /* the whole response: the text of every step gathered (after the prompt's, with echo) */
     char *text[2] = {NULL, NULL};
@@ -295,6 +305,14 @@ static MHD_Result_t handle(void *cls, struct MHD_Connection *c, const char *url,
         if (!(cn = calloc(1, sizeof *cn))) return MHD_NO;
         *ctx = cn;
         if (rt == R_NONE) return send_error(c, 404, "no route %s %s (try POST /v1/chat/completions)", method, url);
+        if (cors_origin && !strcmp(method, "OPTIONS")) { /* a browser's preflight: no key needed */
+            struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+            if (!r) return MHD_NO;
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+            return queue(c, 204, r);
+        }
         const int wants_post = rt == R_CHAT || rt == R_COMPLETIONS;
         if (wants_post ? !post : !get)
             return send_error(c, 405, "%s takes %s, not %s", url, wants_post ? "POST" : "GET", method);
@@ -357,6 +375,7 @@ int srv_http_run(srv_engine *e) {
         fprintf(stderr, "glimmer serve: cannot use host '%s': %s\n", cfg->host, gai_strerror(gai));
         return 1;
     }
+    cors_origin = cfg->cors;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, e, MHD_OPTION_SOCK_ADDR,

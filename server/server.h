@@ -26,6 +26,7 @@ typedef struct srv_config {
     int port;            /* 0: any free port */
     size_t max_body;     /* bytes of a request body */
     const char *api_key; /* NULL: no key needed */
+    const char *cors;    /* Access-Control-Allow-Origin for browsers (NULL: no CORS headers) */
     const char *date, *reasoning; /* chat defaults: "DD-MM-YYYY" (NULL today), effort (NULL high) */
     glim_sampler_params samp;     /* sampling defaults a request may override */
     int seed_given;               /* samp.seed is for every request without one (else random) */

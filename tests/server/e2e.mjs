@@ -48,7 +48,7 @@ const TESTS = [
   "server_tools", "server_tools_history",
   ...ERROR_CASES,
   "server_alive_after_errors", "server_sigterm",
-  "server_fresh_start", "server_fresh_model_name", "server_fresh_same_answer", "server_fresh_gone_nonstream",
+  "server_fresh_start", "server_fresh_model_name", "server_fresh_cors", "server_fresh_same_answer", "server_fresh_gone_nonstream",
   "server_fresh_sigterm",
   "server_steer",
 ];
@@ -380,6 +380,7 @@ async function main() {
   const name = basename(opts.model);
   const KEY = "glimmer-test-key";
   const FRESH_NAME = "fresh-model"; // the second server's --model-name
+  const CORS = "http://localhost:3000"; // and its --cors
 
   const server = await test("server_start", async () => {
     const s = await startServer(opts, "server", ["--parallel", "2", "--api-key", KEY, "--max-body", "200000"]);
@@ -392,6 +393,7 @@ async function main() {
   await test("server_health", async () => {
     const r = await http(server, "GET", "/health");
     check(r.status === 200, `HTTP ${r.status}: ${r.text}`);
+    check(!r.headers.has("access-control-allow-origin"), "CORS headers without --cors");
     same(r.json, { status: "ok" }, "body");
     return r.text;
   });
@@ -754,7 +756,7 @@ async function main() {
 
   // A fresh server that has nothing cached must give B the same answer.
   const fresh = await test("server_fresh_start", async () => {
-    const s = await startServer(opts, "fresh", ["--parallel", "1", "--model-name", FRESH_NAME, "-c", "4096"]);
+    const s = await startServer(opts, "fresh", ["--parallel", "1", "--model-name", FRESH_NAME, "-c", "4096", "--cors", CORS]);
     return { detail: `--parallel 1, listening on port ${s.port} after ${s.startMs} ms`, s };
   }).then((r) => r?.s);
   if (!fresh) return failUnreported("the second server did not start (see server_fresh_start)");
@@ -764,6 +766,19 @@ async function main() {
     for await (const m of c2.models.list()) ids.push(m.id);
     same(ids, [FRESH_NAME], "--model-name: the model ids");
     return `--model-name ${FRESH_NAME}: /v1/models lists ${show(ids)}`;
+  });
+  // --cors: a browser's preflight is answered (no key needed), and responses name the origin.
+  await test("server_fresh_cors", async () => {
+    const pre = await http(fresh, "OPTIONS", "/v1/chat/completions", {
+      headers: { origin: CORS, "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type" },
+    });
+    check(pre.status === 204, `preflight: HTTP ${pre.status}: ${pre.text}`);
+    check(pre.headers.get("access-control-allow-origin") === CORS, `preflight allows origin ${show(pre.headers.get("access-control-allow-origin"))}`);
+    check(/POST/.test(pre.headers.get("access-control-allow-methods") ?? "") && /authorization/i.test(pre.headers.get("access-control-allow-headers") ?? ""),
+      `preflight methods ${show(pre.headers.get("access-control-allow-methods"))}, headers ${show(pre.headers.get("access-control-allow-headers"))}`);
+    const r = await http(fresh, "GET", "/v1/models", { headers: { origin: CORS } });
+    check(r.status === 200 && r.headers.get("access-control-allow-origin") === CORS, `GET /v1/models: HTTP ${r.status}, origin ${show(r.headers.get("access-control-allow-origin"))}`);
+    return `--cors ${CORS}: preflight 204, responses carry the origin`;
   });
   await test("server_fresh_same_answer", async () => {
     check(prefix, "needs server_prefix_reuse");
