@@ -28,8 +28,9 @@
  * glim_sampler_create; accept and sample never allocate.
  *
  * Cost per token, O(vocab): top-k is one pass with a k-entry heap, then a sort of k; top-p
- * without top-k is a quickselect on probability mass, not a full sort. Probabilities are expf in
- * float, summed in double. */
+ * without top-k is two passes that keep the tokens whose logit is close enough to the best to be
+ * in the nucleus (top_p_candidates), then a quickselect on probability mass over those, not a
+ * full sort. Probabilities are expf in float, summed in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,49 @@ static int mass_select(const float *l, const float *w, int32_t *c, int n, double
     return hi > 0 ? hi : 1; /* rounding kept the target out of reach: keep what we have */
 }
 
+/* Top-p without top-k over the whole vocabulary: the candidates that can be in the nucleus, into
+ * c (returns how many), their weights w[id] = exp(l - lmax) set, *total the mass of every finite
+ * token. One pass bins the tokens by how far their logit is below the best (buckets of 1/8 in
+ * the logit: a bucket's tokens are all worse than the previous bucket's) and sums each bucket's
+ * mass; the nucleus ends in the bucket where the running mass from the top reaches the target,
+ * so a second pass keeps only the buckets up to that one (and the next, against rounding) for
+ * mass_select. For Muse Glimmer's 202,048 ids (session 17, this repository's 2-core machine, top-p
+ * 0.95): 3.6 -> 1.65 ms per token with logits ~ N(0, 3), 2.0 -> 0.99 ms with 50 tokens far
+ * ahead; the rest is the expf of every token, which the total mass needs. Same nucleus. */
+#define TOP_P_BUCKETS 256
+#define TOP_P_PER_LOGIT 8.0f
+static int top_p_candidates(const float *l, int vocab, float lmax, double top_p, float *w, int32_t *c,
+                            double *total) {
+    double mass[TOP_P_BUCKETS] = {0};
+    double sum = 0.0;
+    for (int i = 0; i < vocab; i++) {
+        if (!(l[i] > -INFINITY)) continue; /* -inf and NaN: never candidates */
+        float d = (lmax - l[i]) * TOP_P_PER_LOGIT;
+        int b = d < TOP_P_BUCKETS - 1 ? (int)d : TOP_P_BUCKETS - 1;
+        w[i] = expf(l[i] - lmax);
+        mass[b] += w[i];
+        sum += w[i];
+    }
+    *total = sum;
+    const double target = top_p * sum;
+    int last = TOP_P_BUCKETS - 1;
+    double cum = 0.0;
+    for (int b = 0; b < TOP_P_BUCKETS; b++) {
+        cum += mass[b];
+        if (cum >= target) {
+            last = b + 1 < TOP_P_BUCKETS ? b + 1 : b;
+            break;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < vocab; i++) {
+        if (!(l[i] > -INFINITY)) continue;
+        float d = (lmax - l[i]) * TOP_P_PER_LOGIT;
+        if ((d < TOP_P_BUCKETS - 1 ? (int)d : TOP_P_BUCKETS - 1) <= last) c[n++] = i;
+    }
+    return n;
+}
+
 /* ---- sampling -------------------------------------------------------------------------------- */
 
 /* Work copy of the logits with the penalties applied (NaN stays NaN and is skipped later). */
@@ -357,6 +401,10 @@ int32_t glim_sampler_sample(glim_sampler *s, const float *logits) {
     if (p->top_k > 0 && p->top_k < s->vocab) {
         n = sorted = heap_top_k(l, s->vocab, p->top_k, c);
         for (int i = 0; i < n; i++) w[c[i]] = expf(l[c[i]] - lmax);
+    } else if (p->top_p < 1.0f) {
+        double total;
+        n = top_p_candidates(l, s->vocab, lmax, p->top_p, w, c, &total);
+        if (n > 1) n = mass_select(l, w, c, n, (double)p->top_p * total);
     } else {
         for (int i = 0; i < s->vocab; i++)
             if (l[i] > -INFINITY) {
@@ -364,21 +412,16 @@ int32_t glim_sampler_sample(glim_sampler *s, const float *logits) {
                 w[i] = expf(l[i] - lmax);
             }
     }
-    if (p->top_p < 1.0f && n > 1) {
+    if (p->top_p < 1.0f && sorted && n > 1) { /* top-k's survivors, best-first */
         double total = 0.0;
         for (int i = 0; i < n; i++) total += w[c[i]];
-        double target = (double)p->top_p * total;
-        if (sorted) {
-            double cum = 0.0;
-            int i = 0;
-            while (i < n) {
-                cum += w[c[i++]];
-                if (cum >= target) break;
-            }
-            n = i;
-        } else {
-            n = mass_select(l, w, c, n, target);
+        double target = (double)p->top_p * total, cum = 0.0;
+        int i = 0;
+        while (i < n) {
+            cum += w[c[i++]];
+            if (cum >= target) break;
         }
+        n = i;
     }
     if (p->min_p > 0.0f && n > 1) {
         int k = 0;
