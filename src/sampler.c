@@ -406,8 +406,11 @@ int32_t glim_sampler_sample(glim_sampler *s, const float *logits) {
         n = top_p_candidates(l, s->vocab, lmax, p->top_p, w, c, &total);
         if (n > 1) n = mass_select(l, w, c, n, (double)p->top_p * total);
     } else {
+        /* with min-p, a token far below its bound (exp(l - lmax) < min_p) never survives it: skip
+         * its expf. The margin of 1 in the logit leaves the exact test to the min-p step. */
+        const float floor_l = p->min_p > 0.0f ? lmax + logf(p->min_p) - 1.0f : -INFINITY;
         for (int i = 0; i < s->vocab; i++)
-            if (l[i] > -INFINITY) {
+            if (l[i] > -INFINITY && l[i] >= floor_l) {
                 c[n++] = i;
                 w[i] = expf(l[i] - lmax);
             }
