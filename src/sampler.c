@@ -27,7 +27,8 @@
  * per-token counts in the penalty window) and the history ring are allocated by
  * glim_sampler_create; accept and sample never allocate.
  *
- * Cost per token, O(vocab): top-k is one pass with a k-entry heap, then a sort of k; top-p
+ * Cost per token, O(vocab): top-k is one pass with a k-entry heap, then a sort of k (its best is
+ * also the argmax, so with top-k there is no separate argmax pass); top-p
  * without top-k is two passes that keep the tokens whose logit is close enough to the best to be
  * in the nucleus (top_p_candidates), then a quickselect on probability mass over those, not a
  * full sort. Probabilities are expf in float, summed in double. */
@@ -382,7 +383,12 @@ int32_t glim_sampler_sample(glim_sampler *s, const float *logits) {
         apply_penalties(s, logits);
         l = s->work;
     }
-    int32_t best = argmax_first(l, s->vocab);
+    int32_t *c = s->cand;
+    /* top-k's heap orders its tokens best-first (first maximal id, NaN skipped, as argmax_first),
+     * so with top-k the best comes from it and the separate argmax pass is saved */
+    const int use_k = p->temperature > 0.0f && p->top_k > 0 && p->top_k < s->vocab;
+    const int nk = use_k ? heap_top_k(l, s->vocab, p->top_k, c) : 0;
+    int32_t best = nk > 0 ? c[0] : argmax_first(l, s->vocab);
     if (p->temperature <= 0.0f || best < 0) return best;
     float lmax = l[best];
     if (lmax == -INFINITY) return best; /* nothing has any probability: greedy's answer */
@@ -395,11 +401,10 @@ int32_t glim_sampler_sample(glim_sampler *s, const float *logits) {
         return best;
     }
 
-    int32_t *c = s->cand;
     float *w = s->prob; /* w[id]: exp(l - lmax), the unnormalised probability at T = 1 */
     int n = 0, sorted = 0;
-    if (p->top_k > 0 && p->top_k < s->vocab) {
-        n = sorted = heap_top_k(l, s->vocab, p->top_k, c);
+    if (use_k) {
+        n = sorted = nk;
         for (int i = 0; i < n; i++) w[c[i]] = expf(l[c[i]] - lmax);
     } else if (p->top_p < 1.0f) {
         double total;
