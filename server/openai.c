@@ -84,7 +84,8 @@ static int bool_field(json_t *o, const char *key, int *out, glim_error *err) {
     return 0;
 }
 
-/* What both endpoints share: sampling, length, stop strings, streaming, and the refusals. */
+/* What both endpoints share: sampling, length (max_tokens 0 marked for completion_fields to judge),
+ * n, stop strings, streaming. */
 static int common_fields(srv_request *r, json_t *o, const srv_config *cfg, glim_error *err) {
     int st;
     r->samp = cfg->samp;
