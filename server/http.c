@@ -141,6 +141,7 @@ static void stream_more(stream *s) {
     if (st) {
         bad = out_event(s, srv_error(st, err.message));
         s->finished = 1;
+        log_request(s->e, s->route, st, srv_gen_usage(s->g), "error mid-stream", srv_now() - s->t0);
     } else if (!ev.done) {
         if (ev.content_len || ev.reasoning_len) bad = out_event(s, srv_chunk(&s->rp, &ev, 0));
     } else {
