@@ -377,7 +377,35 @@ const glim_tokenizer *srv_engine_tokenizer(const srv_engine *e) { return e->tok;
 
 /* ---- generation ------------------------------------------------------------------------------ */
 
-static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, glim_error *err) {
+/* tool_choice naming a function: the tokens that open an assistant message calling it, as the
+ * renderer writes them (after the generation prompt, up to and including <|message|>), appended
+ * to the prompt t; *n their count. The model then writes the call's body. */
+static int force_call(srv_engine *e, const srv_request *r, const glim_chat_options *co, glim_tokens *t, int *n,
+                      glim_error *err) {
+    glim_chat_message *all = malloc(sizeof *all * (size_t)(r->n_messages + 1));
+    if (!all) return fail(err, 500, "out of memory");
+    memcpy(all, r->messages, sizeof *all * (size_t)r->n_messages);
+    glim_tool_call call = {r->force_tool, "{}"};
+    all[r->n_messages] = (glim_chat_message){.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
+    glim_chat_options whole = *co;
+    whole.add_generation_prompt = 0;
+    glim_tokens b = {0};
+    int st = glim_chat_tokenize(e->tok, all, r->n_messages + 1, &whole, &b, err) != GLIM_OK ? keep(err, 400) : 0;
+    free(all);
+    const int32_t msg = glim_tokenizer_find(e->tok, "<|message|>");
+    size_t end = t->n;
+    while (!st && end < b.n && b.ids[end] != msg) end++;
+    if (!st && (b.n <= t->n || memcmp(b.ids, t->ids, t->n * sizeof *t->ids) || end == b.n))
+        st = fail(err, 500, "the chat renderer's call to %s does not continue the generation prompt", r->force_tool);
+    *n = 0;
+    for (size_t i = t->n; !st && i <= end; i++, ++*n)
+        if (glim_tokens_push(t, b.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
+    glim_tokens_free(&b);
+    return st;
+}
+
+static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, int *n_forced, glim_error *err) {
+    *n_forced = 0;
     if (r->kind == SRV_CHAT) {
         if (!e->chat_ok)
             return fail(err, 400, "this checkpoint's tokenizer has no Muse chat tokens (<|start|>, <|eot|>): "
@@ -387,6 +415,10 @@ static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, glim_
                                 .add_generation_prompt = 1};
         if (glim_chat_tokenize(e->tok, r->messages, r->n_messages, &co, t, err) != GLIM_OK)
             return keep(err, 400);
+        if (r->force_tool) {
+            int st = force_call(e, r, &co, t, n_forced, err);
+            if (st) return st;
+        }
     } else if (r->prompt) {
         if (glim_tokenize(e->tok, r->prompt, strlen(r->prompt), GLIM_TOK_ADD_SPECIAL, t, err) != GLIM_OK)
             return keep(err, 400);
@@ -408,7 +440,8 @@ static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, glim_
 int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error *err) {
     *out = NULL;
     glim_tokens t = {0};
-    int st = prompt_ids(e, r, &t, err);
+    int n_forced;
+    int st = prompt_ids(e, r, &t, &n_forced, err);
     srv_gen *g = st ? NULL : calloc(1, sizeof *g);
     if (!st && !g) st = fail(err, 500, "out of memory");
     if (st) {
@@ -432,6 +465,8 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
         st = fail(err, 500, "out of memory");
     else if (g->kind == SRV_COMPLETION && !(g->dec = glim_stream_decoder_new(e->tok, 0)))
         st = fail(err, 500, "out of memory");
+    /* a forced call's opening is the prompt's end: the parser reads it as the reply's start */
+    for (int i = (int)t.n - n_forced; !st && i < (int)t.n; i++) glim_chat_parser_push(g->parser, t.ids[i], NULL);
     if (!st && r->kind == SRV_COMPLETION && r->echo) { /* the echo's text is the prompt's tokens */
         for (size_t i = 0; i < t.n && !st; i++)
             if (glim_tokens_push(&g->prompt, t.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");

@@ -257,7 +257,11 @@ static int messages_of(srv_request *r, json_t *o, glim_error *err) {
 static int tools_of(srv_request *r, json_t *o, glim_error *err) {
     json_t *tools = json_object_get(o, "tools");
     const char *choice = json_string_value(json_object_get(o, "tool_choice"));
-    if (!tools || json_is_null(tools) || (choice && !strcmp(choice, "none"))) return 0;
+    if (choice && !strcmp(choice, "none")) return 0;
+    if (!tools || json_is_null(tools)) {
+        if (json_is_object(json_object_get(o, "tool_choice"))) return FAIL("'tool_choice' names a function but there are no 'tools'");
+        return 0;
+    }
     if (!json_is_array(tools)) return FAIL("'tools' must be an array");
     size_t n = json_array_size(tools);
     r->tools = calloc(n ? n : 1, sizeof *r->tools);
@@ -276,6 +280,21 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
         g->description = json_string_value(json_object_get(f, "description"));
         g->parameters = json_is_object(params) ? own(r, json_dumps(params, JSON_COMPACT)) : NULL;
         if (!g->name || (json_is_object(params) && !g->parameters)) return FAIL("out of memory");
+    }
+    /* tool_choice: "auto" and "required" leave the choice to the model (there is no grammar to
+     * force "some call"); a named function is forced: the reply starts as that call's message */
+    json_t *tc = json_object_get(o, "tool_choice");
+    if (tc && !json_is_null(tc) && !json_is_string(tc)) {
+        const char *type = json_string_value(json_object_get(tc, "type"));
+        const char *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        if (!json_is_object(tc) || !type || strcmp(type, "function") || !name)
+            return FAIL("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                        "\"function\": {\"name\": ...}}");
+        for (int i = 0; i < r->n_tools && !r->force_tool; i++)
+            if (!strcmp(r->tools[i].name + 10, name)) r->force_tool = r->tools[i].name;
+        if (!r->force_tool) return FAIL("'tool_choice' names '%s', which is not in 'tools'", name);
+    } else if (choice && strcmp(choice, "auto") && strcmp(choice, "required")) {
+        return FAIL("'tool_choice' '%s': expected \"none\", \"auto\", \"required\" or a function", choice);
     }
     return 0;
 }

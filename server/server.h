@@ -52,6 +52,7 @@ typedef struct srv_request {
     glim_chat_tool *tools;
     int n_tools;
     const char *reasoning; /* reasoning_effort, or NULL */
+    const char *force_tool; /* tool_choice naming a function: its tools[] name ("functions.X") */
     /* completion: text (tokenized with BOS) or ids */
     const char *prompt;
     int32_t *prompt_ids;

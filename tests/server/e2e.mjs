@@ -33,7 +33,7 @@ import { basename, join, resolve } from "node:path";
 const ERROR_CASES = [
   "malformed_json", "missing_messages", "messages_not_array", "messages_empty", "unknown_role",
   "n_2", "max_tokens_negative", "temperature_string", "invalid_utf8", "prompt_over_context",
-  "tool_call_id_unknown", "completion_id_out_of_vocab", "chat_logprobs", "logprobs_stream",
+  "tool_call_id_unknown", "tool_choice_unknown", "completion_id_out_of_vocab", "chat_logprobs", "logprobs_stream",
   "max_tokens_zero_without_echo", "unknown_path", "wrong_method",
   "body_too_large", "auth_missing", "auth_wrong",
 ].map((c) => `server_error_${c}`);
@@ -678,7 +678,15 @@ async function main() {
     const plain = await client.chat.completions.create(chatRequest(name, "What's the weather in Paris?"));
     check(r.usage.prompt_tokens > plain.usage.prompt_tokens + 10,
       `the tool definition adds no prompt tokens (${r.usage.prompt_tokens} vs ${plain.usage.prompt_tokens} without)`);
-    return `${describe(m)}, finish ${r.choices[0].finish_reason}; prompt ${r.usage.prompt_tokens} tokens (${plain.usage.prompt_tokens} without tools)`;
+    // a named tool_choice opens the reply as that call: its header tokens join the prompt
+    const forced = await client.chat.completions.create({
+      ...chatRequest(name, "What's the weather in Paris?"),
+      tools: [WEATHER_TOOL], tool_choice: { type: "function", function: { name: WEATHER_TOOL.function.name } }, reasoning_effort: "low",
+    });
+    checkChatCompletion(forced, { name, maxTokens: 8 });
+    check(forced.usage.prompt_tokens > r.usage.prompt_tokens + 2,
+      `a forced call adds no opening to the prompt (${forced.usage.prompt_tokens} vs ${r.usage.prompt_tokens})`);
+    return `${describe(m)}, finish ${r.choices[0].finish_reason}; prompt ${r.usage.prompt_tokens} tokens (${plain.usage.prompt_tokens} without tools, ${forced.usage.prompt_tokens} with the call forced)`;
   });
 
   await test("server_tools_history", async () => {
@@ -725,6 +733,8 @@ async function main() {
   }), 400, /call_9|tool_call_id/));
   await errorCase("completion_id_out_of_vocab", async () =>
     checkError(await http(server, "POST", "/v1/completions", { body: { prompt: [200000, 1000, 202048], max_tokens: 2 } }), 400, /202048/));
+  await errorCase("tool_choice_unknown", async () =>
+    checkError(await chatPost({ messages: user, max_tokens: 2, tools: [WEATHER_TOOL], tool_choice: { type: "function", function: { name: "nope" } } }), 400, /nope/));
   await errorCase("chat_logprobs", async () =>
     checkError(await chatPost({ messages: user, max_tokens: 2, logprobs: true }), 400, /completions only/));
   await errorCase("logprobs_stream", async () =>

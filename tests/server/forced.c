@@ -61,7 +61,9 @@ static int continuation(const glim_chat_message *messages, int n, const glim_cha
     return bad ? -1 : 0;
 }
 
-/* Runs a chat request body, pushing the reply's tokens until the generation ends. */
+/* Runs a chat request body, pushing the reply's tokens until the generation ends (from after the
+ * reply's first <|message|> when the request forces a call: the server put that opening into the
+ * prompt). */
 static int run(const char *body, const glim_chat_message *reply, outcome *o) {
     memset(o, 0, sizeof *o);
     srv_request r;
@@ -71,10 +73,20 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
     glim_tokens ids = {0};
     srv_gen *g = NULL;
     int rc = continuation(r.messages, r.n_messages, reply, &ids, o->why);
+    size_t from = 0;
+    if (!rc && r.force_tool) {
+        glim_tokenizer *tok = NULL;
+        rc = glim_tokenizer_load(srv_engine_config(E)->model_dir, &tok, &err) ? -1 : 0;
+        const int32_t msg = tok ? glim_tokenizer_find(tok, "<|message|>") : -1;
+        while (from < ids.n && ids.ids[from] != msg) from++;
+        from++;
+        glim_tokenizer_free(tok);
+        if (!rc && from > ids.n) rc = -1, sprintf(o->why, "the reply has no <|message|>");
+    }
     if (!rc && srv_gen_start(E, &r, &g, &err)) rc = -1, sprintf(o->why, "start: %s", err.message);
     srv_reply rp;
     srv_reply_init(&rp, SRV_CHAT, "m");
-    for (size_t i = 0; !rc && i < ids.n; i++) {
+    for (size_t i = from; !rc && i < ids.n; i++) {
         srv_event ev;
         if (srv_gen_push(g, ids.ids[i], &ev, &err)) {
             rc = -1, sprintf(o->why, "push: %s", err.message);
@@ -173,6 +185,26 @@ static void parallel_calls(void) {
               !strcmp(o.call2_name, "get_time") && strstr(o.call2_args, "Europe/Paris") && strcmp(o.call_id, o.call2_id),
           "finish %s, %d calls: %s %s (%s), %s %s (%s)", o.end.finish, o.end.n_calls, o.call_id, o.call_name, o.call_args,
           o.call2_id, o.call2_name, o.call2_args);
+    json_decref(o.response), json_decref(o.end_chunk);
+}
+
+/* tool_choice naming a function: the reply's opening (" to=functions.get_time<|message|>") is
+ * the server's, in the prompt; the model writes only the call's body, and the call comes back. */
+static void forced_call(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Time?\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},"
+                       "{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}],"
+                       "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}}";
+    glim_tool_call call = {"functions.get_time", "{\"tz\": \"UTC\"}"};
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
+    outcome o;
+    if (run(body, &reply, &o)) {
+        CHECK("forced_call", 0, "%s", o.why);
+        return;
+    }
+    CHECK("forced_call", o.end.n_calls == 1 && !strcmp(o.end.finish, "tool_calls") && !strcmp(o.call_name, "get_time") &&
+              strstr(o.call_args, "UTC"),
+          "finish %s, %d calls: %s (%s)", o.end.finish, o.end.n_calls, o.call_name, o.call_args);
     json_decref(o.response), json_decref(o.end_chunk);
 }
 
@@ -277,6 +309,7 @@ int main(int argc, char **argv) {
     }
     tool_call();
     parallel_calls();
+    forced_call();
     stop_string();
     answer_and_length();
     parse_mutations();
