@@ -42,7 +42,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 
 ifneq ($(HAVE_MHD),)
 CFLAGS  += -DGLIM_HAVE_SERVER -Iserver
-LDLIBS  += -lmicrohttpd
+SERVER_LIBS := -lmicrohttpd   # the glimmer binary only: the library does not need it
 endif
 
 ifneq ($(CU_SRC),)
@@ -52,8 +52,16 @@ NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -lineinfo \
 LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
 endif
 
-.PHONY: all test demo test-cuda clean deps bench
-all: $(BUILD)/glimmer $(TEST_BIN)
+.PHONY: all test demo test-cuda clean deps bench link-flags
+all: $(BUILD)/glimmer $(TEST_BIN) $(BUILD)/examples/generate
+
+# what a program of your own links after build/libglimmer.a (examples/generate.c shows one)
+link-flags:
+	@echo $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libglimmer.a
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -O2 -Iinclude $(LDFLAGS) -o $@ $< $(BUILD)/libglimmer.a $(LDLIBS)
 
 deps:
 	@scripts/install-deps.sh
@@ -63,7 +71,7 @@ $(BUILD)/libglimmer.a: $(LIB_OBJ) $(CU_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/glimmer: $(CLI_OBJ) $(BUILD)/libglimmer.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libglimmer.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libglimmer.a $(LDLIBS) $(SERVER_LIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a
 	@mkdir -p $(@D)
