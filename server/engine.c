@@ -225,27 +225,43 @@ static void give_slot(srv_engine *e, slot *s) {
     pthread_mutex_unlock(&e->lock);
 }
 
-/* Evaluates ids on the slot (logits of the last one when `logits`), recording them as cached;
- * in batches of the session's size, each under the evaluation lock, so that other slots' tokens
- * run in between. */
-static int slot_eval(srv_engine *e, slot *s, const int32_t *ids, int n, float *logits, glim_error *err) {
+static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first);
+
+/* Evaluates ids on the slot, recording them as cached, in batches of the session's size, each
+ * under the evaluation lock, so that other slots' tokens run in between. The last token's logits
+ * go to `logits` (when not NULL). With `score` (echo with logprobs) every position's logits come
+ * back, and each next token's log probability is recorded in it. */
+static int slot_eval(srv_engine *e, slot *s, const int32_t *ids, int n, float *logits, srv_gen *score,
+                     glim_error *err) {
     const int batch = e->cfg.n_batch > 0 ? e->cfg.n_batch : 64;
-    for (int done = 0; done < n;) {
+    const size_t V = (size_t)e->in->vocab_size;
+    float *rows = score ? malloc(sizeof(float) * V * (size_t)(n < batch ? n : batch)) : NULL;
+    if (score && !rows) return fail(err, 500, "out of memory for the prompt's logits");
+    int st = 0;
+    for (int done = 0; done < n && !st;) {
         int k = n - done < batch ? n - done : batch, last = done + k == n;
         int pos = glim_session_position(s->s);
+        glim_logits_mode mode = rows ? GLIM_LOGITS_ALL : last && logits ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE;
+        float *out = rows ? rows : mode == GLIM_LOGITS_LAST ? logits : NULL;
+        size_t len = mode == GLIM_LOGITS_ALL ? V * (size_t)k : mode == GLIM_LOGITS_LAST ? V : 0;
         pthread_mutex_lock(&e->eval_lock);
-        glim_status st = glim_eval(s->s, ids + done, k, pos, last && logits ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE,
-                                   last && logits ? logits : NULL, last && logits ? (size_t)e->in->vocab_size : 0, err);
+        glim_status gs = glim_eval(s->s, ids + done, k, pos, mode, out, len, err);
         pthread_mutex_unlock(&e->eval_lock);
-        if (st != GLIM_OK) {
+        if (gs != GLIM_OK) {
             char why[900];
             snprintf(why, sizeof why, "%.899s", err->message);
-            return fail(err, st == GLIM_E_ARG ? 400 : 500, "evaluating tokens %d..%d failed: %.900s", pos, pos + k - 1, why);
+            st = fail(err, gs == GLIM_E_ARG ? 400 : 500, "evaluating tokens %d..%d failed: %.900s", pos, pos + k - 1, why);
+            break;
         }
         memcpy(s->ids + pos, ids + done, sizeof(int32_t) * (size_t)k);
+        for (int j = 0; rows && j < k && !st; j++)
+            if (done + j + 1 < n && record_logprob(score, ids[done + j + 1], rows + V * (size_t)j, 0))
+                st = fail(err, 500, "out of memory");
+        if (rows && last && logits) memcpy(logits, rows + V * (size_t)(k - 1), sizeof(float) * V);
         done += k;
     }
-    return 0;
+    free(rows);
+    return st;
 }
 
 /* ---- stop strings ---------------------------------------------------------------------------- */
@@ -320,43 +336,6 @@ static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first
         r->top_id[j] = i;
     }
     for (int j = 0; j < r->n_top; j++) r->top_lp[j] = (float)(logits[r->top_id[j]] - lse);
-    return 0;
-}
-
-/* The whole prompt from position 0 with every position's logits (echo with logprobs: each prompt
- * token's probability given the ones before it), a batch at a time under the evaluation lock; the
- * last row becomes the logits to sample from. */
-static int eval_scored(srv_gen *g, const int32_t *ids, int n, glim_error *err) {
-    srv_engine *e = g->e;
-    slot *s = g->sl;
-    const int batch = e->cfg.n_batch > 0 ? e->cfg.n_batch : 64;
-    const size_t V = (size_t)e->in->vocab_size;
-    float *rows = malloc(sizeof(float) * V * (size_t)(n < batch ? n : batch));
-    if (!rows || record_logprob(g, ids[0], NULL, 1)) {
-        free(rows);
-        return fail(err, 500, "out of memory for the prompt's logits");
-    }
-    glim_session_reset(s->s);
-    for (int done = 0; done < n;) {
-        int k = n - done < batch ? n - done : batch;
-        pthread_mutex_lock(&e->eval_lock);
-        glim_status st = glim_eval(s->s, ids + done, k, done, GLIM_LOGITS_ALL, rows, V * (size_t)k, err);
-        pthread_mutex_unlock(&e->eval_lock);
-        if (st != GLIM_OK) {
-            free(rows);
-            return keep(err, st == GLIM_E_ARG ? 400 : 500);
-        }
-        memcpy(s->ids + done, ids + done, sizeof(int32_t) * (size_t)k);
-        for (int j = 0; j < k; j++) {
-            if (done + j + 1 < n && record_logprob(g, ids[done + j + 1], rows + V * (size_t)j, 0)) {
-                free(rows);
-                return fail(err, 500, "out of memory");
-            }
-        }
-        done += k;
-        if (done == n) memcpy(g->logits, rows + V * (size_t)(k - 1), sizeof(float) * V);
-    }
-    free(rows);
     return 0;
 }
 
@@ -474,7 +453,9 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
     if (!st) st = take_slot(e, t.ids, (int)t.n, &g->sl, err);
     if (!st && g->top >= 0 && r->echo) { /* every prompt position's logits: nothing reused */
         double t0 = srv_now();
-        st = eval_scored(g, t.ids, (int)t.n, err);
+        glim_session_reset(g->sl->s);
+        st = record_logprob(g, t.ids[0], NULL, 1) ? fail(err, 500, "out of memory")
+                                                  : slot_eval(e, g->sl, t.ids, (int)t.n, g->logits, g, err);
         g->u.prompt_seconds = srv_now() - t0;
         g->t0 = srv_now();
     } else if (!st) {
@@ -490,7 +471,7 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
         }
         g->u.cached_tokens = reuse;
         double t0 = srv_now();
-        st = slot_eval(e, s, t.ids + reuse, (int)t.n - reuse, g->logits, err);
+        st = slot_eval(e, s, t.ids + reuse, (int)t.n - reuse, g->logits, NULL, err);
         g->u.prompt_seconds = srv_now() - t0;
         g->t0 = srv_now();
     }
@@ -601,7 +582,7 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
                 glim_session_position(s->s) + 1 > e->cfg.n_ctx;
     if (!stop && !g->st.hit && !limit) {
         ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
-        return slot_eval(e, s, &id, 1, g->logits, err);
+        return slot_eval(e, s, &id, 1, g->logits, NULL, err);
     }
     if (g->kind == SRV_COMPLETION && !stop) { /* a character the limit cut short: U+FFFD */
         const char *f = glim_stream_decoder_flush(g->dec, &len);
