@@ -320,14 +320,17 @@ static int mass_select(const float *l, const float *w, int32_t *c, int n, double
  * ahead; the rest is the expf of every token, which the total mass needs. Same nucleus. */
 #define TOP_P_BUCKETS 256
 #define TOP_P_PER_LOGIT 8.0f
+static inline int top_p_bucket(float lmax, float x) {
+    float d = (lmax - x) * TOP_P_PER_LOGIT;
+    return d < TOP_P_BUCKETS - 1 ? (int)d : TOP_P_BUCKETS - 1;
+}
 static int top_p_candidates(const float *l, int vocab, float lmax, double top_p, float *w, int32_t *c,
                             double *total) {
     double mass[TOP_P_BUCKETS] = {0};
     double sum = 0.0;
     for (int i = 0; i < vocab; i++) {
         if (!(l[i] > -INFINITY)) continue; /* -inf and NaN: never candidates */
-        float d = (lmax - l[i]) * TOP_P_PER_LOGIT;
-        int b = d < TOP_P_BUCKETS - 1 ? (int)d : TOP_P_BUCKETS - 1;
+        const int b = top_p_bucket(lmax, l[i]);
         w[i] = expf(l[i] - lmax);
         mass[b] += w[i];
         sum += w[i];
@@ -345,9 +348,7 @@ static int top_p_candidates(const float *l, int vocab, float lmax, double top_p,
     }
     int n = 0;
     for (int i = 0; i < vocab; i++) {
-        if (!(l[i] > -INFINITY)) continue;
-        float d = (lmax - l[i]) * TOP_P_PER_LOGIT;
-        if ((d < TOP_P_BUCKETS - 1 ? (int)d : TOP_P_BUCKETS - 1) <= last) c[n++] = i;
+        if (l[i] > -INFINITY && top_p_bucket(lmax, l[i]) <= last) c[n++] = i;
     }
     return n;
 }
