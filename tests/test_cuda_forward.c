@@ -429,13 +429,15 @@ static void chain_bits_of(const char *name, glim_synth_spec spec) {
  * next qkvg or the head released by counters in global memory instead of the PDL wait) changes
  * only when a kernel may go on, never what it computes: every decoded token's logits equal the
  * PDL wait's bit for bit, and the matvecs' flag waits really ran (their launch count: 3 or 4
- * per layer and token, so at least n_layers). */
+ * per layer and token, so at least n_layers). The flags need every matvec on the
+ * shared-memory ring, so the test pins GLIM_CUDA_DYN=0 too (gpu_check.sh runs this file under
+ * GLIM_CUDA_DYN=1, whose decode is not on the ring). */
 static void flag_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_FLAG_WAIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_PDL"};
-    static const char *const off[] = {"0", "1", "1", "1", "0", "1"};
-    static const char *const on[] = {"1", "1", "1", "1", "0", "1"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 6, names, off, on, gcu_dmv_flag_count, spec.n_layers);
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_PDL", "GLIM_CUDA_DYN"};
+    static const char *const off[] = {"0", "1", "1", "1", "0", "1", "0"};
+    static const char *const on[] = {"1", "1", "1", "1", "0", "1", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_flag_count, spec.n_layers);
 }
 
 /* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows

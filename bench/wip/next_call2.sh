@@ -1,15 +1,22 @@
 #!/bin/sh
-# next_call2.sh (session 16): the second device call, on the trees next_call.sh carried (run
-# that one first; carry the same paths): main's and the patches' switches on the new tree, in
-# alternating processes: late_gains.patch's GLIM_CUDA_LATE_GAINS; main's clusters for qkvg and
-# o_proj (owning row blocks per cluster, each block staging its own row, or with the staging
-# shared); main's GLIM_CUDA_FLAG_WAIT (read the timeline's "past PDL wait" column of every
-# kernel); main's GLIM_CUDA_LATE_NORM (the RESID prologues, and the GPU tests' forward setting
-# for its tolerance); and (session 17) main's GLIM_CUDA_STAGE_I8, down's input staged by gate/up's
-# epilogue, last measured in session 8 before whole row blocks per block. Only the new tree is
-# built. ~8 minutes.
+# next_call2.sh (session 16; session 18 added the tests at the top): the second device call, on
+# the trees next_call.sh carried (carry the same paths). First the GPU checks session 18 needs:
+# flag_bits under GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1 (its fix pins DYN=0) and the forward test under
+# late_gains.patch's GLIM_CUDA_LATE_GAINS=1. Then main's and the patch's switches on the working
+# tree, in alternating processes: GLIM_CUDA_LATE_GAINS; main's clusters for qkvg and o_proj
+# (owning row blocks per cluster, each block staging its own row, or with the staging shared);
+# GLIM_CUDA_FLAG_WAIT (read the timeline's "past PDL wait" column of every kernel);
+# GLIM_CUDA_LATE_NORM (the RESID prologues); GLIM_CUDA_STAGE_I8, down's input staged by gate/up's
+# epilogue, last measured in session 8 before whole row blocks per block. ~9 minutes.
 cd "$(dirname "$0")/../.." || exit 1
 export OUT
+rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
+scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+T=build/tests/test_cuda_forward
+{ echo "== flag_bits under I8=1 DYN=1"; GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1 CHECK_ONLY=flag_bits GLIM_REQUIRE_CUDA=1 timeout 120 $T
+  echo "== LATE_GAINS=1"; GLIM_CUDA_LATE_GAINS=1 GLIM_REQUIRE_CUDA=1 timeout 240 $T; } > $OUT/tests.log 2>&1
+echo "tests: $(grep -c '^PASS' $OUT/tests.log) passed, $(grep -c '^FAIL' $OUT/tests.log) failed"
+grep -E "^==|^FAIL|check failed" $OUT/tests.log | head -20
 C1=new,GLIM_CUDA_CLUSTER_PRODUCTS=11,GLIM_CUDA_CLUSTER_OWN_STAGE=3
 C2=new,GLIM_CUDA_CLUSTER_PRODUCTS=11
 F=new,GLIM_CUDA_FLAG_WAIT=1
