@@ -104,11 +104,11 @@ typedef struct gcu_options {
                               (cluster_rows): fewer, larger owners for a better balance where
                               row blocks are few (qkvg's 544 and o_proj's 416 on 132 SMs: 5
                               and 4 per block against means of 4.1 and 3.2), without the peers'
-                              staging barrier (GLIM_CUDA_CLUSTER_OWN_STAGE, 0; not yet
-                              measured) */
+                              staging barrier (GLIM_CUDA_CLUSTER_OWN_STAGE, 0; with
+                              CLUSTER_PRODUCTS=11 -1 % in session 18, shared staging -3 %) */
     int stage_i8;  /* decode: gate/up's SwiGLU epilogue stages down's input as the integer
                       path's digits, so down's prologue is one copy (GLIM_CUDA_STAGE_I8, 0:
-                      measured slower, bench/RESULTS.md v11) */
+                      measured slower, bench/RESULTS.md v11, and -3 % again in session 18) */
     int block_rows; /* decode matvec on the shared-memory ring: the products in this mask (1
                        qkvg, 2 o_proj, 4 gate/up, 8 down, 16 head) give each block whole row
                        blocks, its warps merging split ones in shared memory, instead of
@@ -123,13 +123,14 @@ typedef struct gcu_options {
     int late_norm; /* decode matvec on the shared-memory ring, NORM/RESID: the consumer norm's
                       scale applied to the row sums after the loop instead of to the row before
                       staging (the digits staged are of y (1 + w)): its block reduction then
-                      leaves the prologue's critical path (GLIM_CUDA_LATE_NORM, 0; not yet
-                      measured; the logits' bits change, one fp32 multiply moved) */
+                      leaves the prologue's critical path (GLIM_CUDA_LATE_NORM, default 1:
+                      +0.6 % at every context, session 18; the logits' bits change, one fp32
+                      multiply moved) */
     int flag_wait; /* decode: every boundary of a layer (qkvg -> attention -> o_proj -> gate/up ->
                       down -> next qkvg or the head) released by the producer's blocks through
                       a counter in global memory (release / acquire at GPU scope) instead of
                       the PDL wait, which waits for the grid's completion and flush
-                      (GLIM_CUDA_FLAG_WAIT, 0; not yet measured). Every product on the
+                      (GLIM_CUDA_FLAG_WAIT, 0; -1.5 % in session 18). Every product on the
                       shared-memory ring, PDL on, no hooks, one GPU; otherwise the PDL wait */
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence

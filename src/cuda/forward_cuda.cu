@@ -80,7 +80,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.cluster_products = env_int("GLIM_CUDA_CLUSTER_PRODUCTS", 8);
     o.cluster_own_stage = env_int("GLIM_CUDA_CLUSTER_OWN_STAGE", 0);
     o.flag_wait = env_int("GLIM_CUDA_FLAG_WAIT", 0);
-    o.late_norm = env_int("GLIM_CUDA_LATE_NORM", 0);
+    o.late_norm = env_int("GLIM_CUDA_LATE_NORM", 1);
     /* session 11, run 2 (one process): 163.7 tok/s for every product against 150.9 with none
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
