@@ -5,7 +5,10 @@
  * token by token. Evaluations of all slots take turns under one lock, a token or a batch of
  * prompt tokens at a time, so concurrent requests interleave instead of queueing whole.
  * Chat output goes through the Muse chat parser (reasoning, answer, tool calls); stop strings
- * are matched on the answer text, holding back what could be the start of one. */
+ * are matched on the answer text, holding back what could be the start of one. A tool_choice
+ * puts the opening of a call into the prompt. With logprobs, each generated token's log
+ * probability is held until its text goes out, so that a streamed chunk carries the tokens of
+ * its text and a stop string's tokens are never reported. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -48,6 +51,16 @@ typedef struct stopper {
     int hit;
 } stopper;
 
+/* A generated token's log probability waiting for its text to go out (logprobs). `out`: its
+ * text is the output's (the answer of a chat, a completion's text) and ends at g->st.buf + b;
+ * b is OPEN while the token ends inside a character the decoder still holds. */
+typedef struct held {
+    srv_logprob lp;
+    int out;
+    size_t b;
+} held;
+#define OPEN SIZE_MAX
+
 struct srv_gen {
     srv_engine *e;
     slot *sl;
@@ -64,11 +77,18 @@ struct srv_gen {
     int n_calls;
     glim_tokens out; /* the ids generated */
     int reasoned;    /* some reasoning text went out */
-    /* completions' logprobs (r->logprobs >= 0: alternatives per token) and echo */
+    /* logprobs (r->logprobs >= 0: alternatives per token): lps the reported ones (an echo's
+     * prompt first), held the generated ones from next_held on, not reported yet */
     int top, no_generation;
     srv_logprob *lps;
     int n_lps, cap_lps;
+    size_t lp_bytes; /* the reported tokens' bytes: the next one's text_offset */
+    held *held;
+    int n_held, cap_held, next_held;
     glim_tokens prompt; /* kept for the echo */
+    /* tool_choice "required": the tools, and whether a message to one of them has begun */
+    const glim_chat_tool *tools;
+    int n_tools, require_call, called;
 };
 
 double srv_now(void) {
@@ -308,21 +328,14 @@ static void stopper_flush(stopper *f) { f->sent = f->n; }
 
 /* ---- log probabilities ----------------------------------------------------------------------- */
 
-/* Appends token id's log probability under `logits` (a log-softmax in double) and the g->top most
- * likely tokens there. */
-static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first) {
-    if (g->n_lps == g->cap_lps) {
-        int cap = g->cap_lps ? 2 * g->cap_lps : 64;
-        srv_logprob *p = realloc(g->lps, sizeof *p * (size_t)cap);
-        if (!p) return -1;
-        g->lps = p, g->cap_lps = cap;
-    }
-    srv_logprob *r = &g->lps[g->n_lps++];
+/* Token id's log probability under `logits` (a log-softmax in double) and the k most likely
+ * tokens there; logits NULL: a prompt's first token, which nothing predicts. */
+static void logprob_of(const srv_engine *e, int k, int32_t id, const float *logits, srv_logprob *r) {
     memset(r, 0, sizeof *r);
     r->id = id;
     r->lp = NAN;
-    if (first) return 0; /* nothing predicts a prompt's first token */
-    const int V = g->e->in->vocab_size, k = g->top;
+    if (!logits) return;
+    const int V = e->in->vocab_size;
     double mx = -INFINITY, sum = 0;
     for (int i = 0; i < V; i++)
         if (logits[i] > mx) mx = logits[i];
@@ -336,6 +349,93 @@ static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first
         r->top_id[j] = i;
     }
     for (int j = 0; j < r->n_top; j++) r->top_lp[j] = (float)(logits[r->top_id[j]] - lse);
+}
+
+/* Appends r to the reported tokens. */
+static int report_logprob(srv_gen *g, const srv_logprob *r) {
+    if (g->n_lps == g->cap_lps) {
+        int cap = g->cap_lps ? 2 * g->cap_lps : 64;
+        srv_logprob *p = realloc(g->lps, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        g->lps = p, g->cap_lps = cap;
+    }
+    g->lps[g->n_lps++] = *r;
+    size_t n = 0;
+    glim_token_bytes(g->e->tok, r->id, &n);
+    g->lp_bytes += n;
+    return 0;
+}
+
+/* A prompt token's score (echo): reported at once. */
+static int record_logprob(srv_gen *g, int32_t id, const float *logits, int first) {
+    srv_logprob r;
+    logprob_of(g->e, g->top, id, first ? NULL : logits, &r);
+    return report_logprob(g, &r);
+}
+
+/* A generated token's log probability under g->logits, held until held_is says what it is. */
+static int hold_logprob(srv_gen *g, int32_t id) {
+    if (g->n_held == g->cap_held) {
+        int cap = g->cap_held ? 2 * g->cap_held : 64;
+        held *p = realloc(g->held, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        g->held = p, g->cap_held = cap;
+    }
+    held *h = &g->held[g->n_held++];
+    logprob_of(g->e, g->top, id, g->logits, &h->lp);
+    h->out = 0, h->b = OPEN;
+    return 0;
+}
+
+/* Says whether the token just held is output text, which starts at the output's end (g->st.n).
+ * A token without text there (a special one in a completion) is complete at once; one with text
+ * ends with the next text that goes in (add_text), which may be a later token's when this one
+ * ends inside a character. */
+static void held_is(srv_gen *g, int out) {
+    if (g->top < 0) return;
+    held *h = &g->held[g->n_held - 1];
+    size_t n = 0;
+    glim_token_bytes(g->e->tok, h->lp.id, &n);
+    h->out = out;
+    h->b = glim_tokenizer_is_special(g->e->tok, h->lp.id) || !n ? g->st.n : OPEN;
+}
+
+/* Output text in: through the stop strings, and the end of every held token still open. */
+static int add_text(srv_gen *g, const char *t, size_t n) {
+    size_t at = g->st.n;
+    if (stopper_push(&g->st, t, n)) return -1;
+    for (int i = g->next_held; i < g->n_held; i++)
+        if (g->held[i].out && g->held[i].b == OPEN) g->held[i].b = at + n;
+    return 0;
+}
+
+/* The chat answer became the raw text of the whole generation (finish): every token that is not
+ * special is output text, its bytes in order from `at` on. */
+static void held_as_raw(srv_gen *g, size_t at) {
+    for (int i = 0; i < g->n_held; i++) {
+        held *h = &g->held[i];
+        size_t n = 0;
+        if (!glim_tokenizer_is_special(g->e->tok, h->lp.id)) glim_token_bytes(g->e->tok, h->lp.id, &n);
+        h->out = n > 0;
+        h->b = at += n;
+    }
+    g->next_held = 0;
+}
+
+/* Reports the held tokens whose text has all gone out (up to g->st.sent), in order, and points ev
+ * at them; tokens that are not output text are dropped as they come. A token the stop strings
+ * cut (even in part) never ends before `sent`: a stop string's tokens are not reported. */
+static int release_logprobs(srv_gen *g, srv_event *ev) {
+    const int first = g->n_lps;
+    ev->lp_offset = g->lp_bytes;
+    for (; g->next_held < g->n_held; g->next_held++) {
+        const held *h = &g->held[g->next_held];
+        if (!h->out) continue;
+        if (h->b == OPEN || h->b > g->st.sent) break;
+        if (report_logprob(g, &h->lp)) return -1;
+    }
+    ev->lps = g->lps ? g->lps + first : NULL;
+    ev->n_lps = g->n_lps - first;
     return 0;
 }
 
@@ -356,30 +456,59 @@ const glim_tokenizer *srv_engine_tokenizer(const srv_engine *e) { return e->tok;
 
 /* ---- generation ------------------------------------------------------------------------------ */
 
-/* tool_choice naming a function: the tokens that open an assistant message calling it, as the
- * renderer writes them (after the generation prompt, up to and including <|message|>), appended
- * to the prompt t; *n their count. The model then writes the call's body. */
-static int force_call(srv_engine *e, const srv_request *r, const glim_chat_options *co, glim_tokens *t, int *n,
-                      glim_error *err) {
-    glim_chat_message *all = malloc(sizeof *all * (size_t)(r->n_messages + 1));
-    if (!all) return fail(err, 500, "out of memory");
-    memcpy(all, r->messages, sizeof *all * (size_t)r->n_messages);
-    glim_tool_call call = {r->force_tool, "{}"};
-    all[r->n_messages] = (glim_chat_message){.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
-    glim_chat_options whole = *co;
-    whole.add_generation_prompt = 0;
-    glim_tokens b = {0};
-    int st = glim_chat_tokenize(e->tok, all, r->n_messages + 1, &whole, &b, err) != GLIM_OK ? keep(err, 400) : 0;
-    free(all);
+/* The tokens that open an assistant message calling `name`, as the renderer writes them after
+ * the generation prompt ("<|start|>assistant"), up to and including <|message|>. The renderer
+ * tokenizes the text between template tokens piece by piece, so the opening does not depend on
+ * the conversation before it: a one-message conversation without tools gives the same tokens at
+ * a fraction of the cost (tool_choice "required" renders every tool's). */
+static int call_opening(srv_engine *e, const char *name, glim_tokens *out, glim_error *err) {
+    glim_tool_call call = {name, "{}"};
+    const glim_chat_message m[2] = {{.role = GLIM_ROLE_USER, .content = ""},
+                                    {.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1}};
+    glim_chat_options co = {.current_date = "01-01-2026", .add_generation_prompt = 1};
+    glim_tokens a = {0}, b = {0};
+    int st = glim_chat_tokenize(e->tok, m, 1, &co, &a, err) != GLIM_OK ? keep(err, 500) : 0;
+    co.add_generation_prompt = 0;
+    if (!st && glim_chat_tokenize(e->tok, m, 2, &co, &b, err) != GLIM_OK) st = keep(err, 500);
     const int32_t msg = glim_tokenizer_find(e->tok, "<|message|>");
-    size_t end = t->n;
+    size_t end = a.n;
     while (!st && end < b.n && b.ids[end] != msg) end++;
-    if (!st && (b.n <= t->n || memcmp(b.ids, t->ids, t->n * sizeof *t->ids) || end == b.n))
-        st = fail(err, 500, "the chat renderer's call to %s does not continue the generation prompt", r->force_tool);
-    *n = 0;
-    for (size_t i = t->n; !st && i <= end; i++, ++*n)
-        if (glim_tokens_push(t, b.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
+    if (!st && (b.n <= a.n || memcmp(b.ids, a.ids, a.n * sizeof *a.ids) || end == b.n))
+        st = fail(err, 500, "the chat renderer's call to %s does not continue the generation prompt", name);
+    for (size_t i = a.n; !st && i <= end; i++)
+        if (glim_tokens_push(out, b.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
+    glim_tokens_free(&a);
     glim_tokens_free(&b);
+    return st;
+}
+
+/* tool_choice forcing a call: its opening joins the prompt t (*n tokens), and the model writes
+ * the rest. A named function: the whole opening (" to=functions.NAME<|message|>"), the model
+ * writes the call's body. "required": the longest prefix that every tool's opening shares, in
+ * tokens, so the model still picks the name (and writes <|message|>) itself. Cut in tokens, not
+ * text: the tokenizer merges the dot with a name's start (".get" + "_weather"), so a text cut at
+ * " to=functions." would leave the model a spelling of the name it never wrote in training; the
+ * common token prefix ends where the names' own tokens begin (with one tool, it is that tool's
+ * whole opening, as OpenAI's "required" then is a forced call). No grammar constrains the rest:
+ * finish() checks that a call to one of the tools came out. */
+static int force_opening(srv_engine *e, const srv_request *r, glim_tokens *t, int *n, glim_error *err) {
+    glim_tokens common = {0}, one = {0};
+    const int n_names = r->force_tool ? 1 : r->n_tools;
+    size_t k = 0;
+    int st = 0;
+    for (int i = 0; i < n_names && !st; i++) {
+        glim_tokens *dst = i ? &one : &common;
+        dst->n = 0;
+        st = call_opening(e, r->force_tool ? r->force_tool : r->tools[i].name, dst, err);
+        size_t j = 0;
+        while (i && !st && j < k && j < one.n && one.ids[j] == common.ids[j]) j++;
+        k = i ? j : common.n;
+    }
+    *n = 0;
+    for (size_t i = 0; !st && i < k; i++, ++*n)
+        if (glim_tokens_push(t, common.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
+    glim_tokens_free(&common);
+    glim_tokens_free(&one);
     return st;
 }
 
@@ -394,8 +523,8 @@ static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, int *
                                 .add_generation_prompt = 1};
         if (glim_chat_tokenize(e->tok, r->messages, r->n_messages, &co, t, err) != GLIM_OK)
             return keep(err, 400);
-        if (r->force_tool) {
-            int st = force_call(e, r, &co, t, n_forced, err);
+        if (r->force_tool || r->require_tool) {
+            int st = force_opening(e, r, t, n_forced, err);
             if (st) return st;
         }
     } else if (r->prompt) {
@@ -416,6 +545,31 @@ static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, int *
     return 0;
 }
 
+/* Whether a call's name (with or without the "functions." namespace) is one of the request's tools. */
+static int declared(const srv_gen *g, const char *name) {
+    if (!strncmp(name, "functions.", 10)) name += 10;
+    for (int i = 0; i < g->n_tools; i++)
+        if (!strcmp(g->tools[i].name + 10, name)) return 1; /* tools[] names are "functions.X" */
+    return 0;
+}
+
+/* A message to one of the tools has begun: under tool_choice "required", answer text may follow. */
+static void note_message(srv_gen *g, const glim_chat_delta *d) {
+    if (d->new_message && d->channel == GLIM_CHANNEL_TOOL && declared(g, d->recipient)) g->called = 1;
+}
+
+/* tool_choice "required", and the reply is not (or does not start with) a call to one of the
+ * tools: an error, never an answer the client did not allow; it quotes what the model wrote. */
+static int not_a_call(srv_gen *g, glim_error *err) {
+    char *raw = NULL;
+    size_t n = 0;
+    glim_detokenize(g->e->tok, g->out.ids, g->out.n, 0, &raw, &n, NULL);
+    int st = fail(err, 500, "'tool_choice' is \"required\" but the model did not call one of the 'tools': after the "
+                            "call's opening it wrote \"%.300s\"", raw ? raw : "");
+    free(raw);
+    return st;
+}
+
 int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error *err) {
     *out = NULL;
     glim_tokens t = {0};
@@ -430,8 +584,9 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
     g->e = e;
     g->kind = r->kind;
     g->max_tokens = r->max_tokens;
-    g->top = r->kind == SRV_COMPLETION ? r->logprobs : -1;
+    g->top = r->logprobs;
     g->no_generation = r->no_generation;
+    g->tools = r->tools, g->n_tools = r->n_tools, g->require_call = r->require_tool;
     g->u.prompt_tokens = (int)t.n;
     stopper_init(&g->st, r->stop, r->n_stop);
     glim_sampler_params sp = r->samp;
@@ -445,7 +600,11 @@ int srv_gen_start(srv_engine *e, const srv_request *r, srv_gen **out, glim_error
     else if (g->kind == SRV_COMPLETION && !(g->dec = glim_stream_decoder_new(e->tok, 0)))
         st = fail(err, 500, "out of memory");
     /* a forced call's opening is the prompt's end: the parser reads it as the reply's start */
-    for (int i = (int)t.n - n_forced; !st && i < (int)t.n; i++) glim_chat_parser_push(g->parser, t.ids[i], NULL);
+    for (int i = (int)t.n - n_forced; !st && i < (int)t.n; i++) {
+        glim_chat_delta d;
+        glim_chat_parser_push(g->parser, t.ids[i], &d);
+        note_message(g, &d);
+    }
     if (!st && r->kind == SRV_COMPLETION && r->echo) { /* the echo's text is the prompt's tokens */
         for (size_t i = 0; i < t.n && !st; i++)
             if (glim_tokens_push(&g->prompt, t.ids[i], err) != GLIM_OK) st = fail(err, 500, "out of memory");
@@ -511,8 +670,16 @@ static int take_calls(srv_gen *g, const glim_chat_result *res) {
     return 0;
 }
 
+/* Whether some parsed call names one of the tools. */
+static int called_a_tool(const srv_gen *g) {
+    for (int i = 0; i < g->n_calls; i++)
+        if (declared(g, g->calls[i].name)) return 1;
+    return 0;
+}
+
 /* The end of a generation: what the stop strings held back goes out with this token's text
- * (answer text from `from` on), then the tool calls and the finish reason. */
+ * (answer text from `from` on, and the logprobs of the tokens it completes), then the tool calls
+ * and the finish reason. */
 static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_error *err) {
     stopper_flush(&g->st);
     ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
@@ -523,6 +690,7 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
         int bad = take_calls(g, &res), silent = !g->st.n && !g->reasoned && !g->n_calls;
         glim_chat_result_free(&res);
         if (bad) return fail(err, 500, "out of memory");
+        if (g->require_call && !called_a_tool(g)) return not_a_call(g, err);
         if (silent) {
             /* nothing came out of the parser (the model did not follow the chat format, or was cut
              * inside a message header): the raw text is the answer, rather than an empty message
@@ -531,6 +699,7 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
             size_t n = 0;
             if (glim_detokenize(g->e->tok, g->out.ids, g->out.n, GLIM_DETOK_SKIP_SPECIAL, &raw, &n, err) != GLIM_OK)
                 return keep(err, 500);
+            if (g->top >= 0) held_as_raw(g, g->st.n);
             bad = stopper_push(&g->st, raw, n);
             free(raw);
             if (bad) return fail(err, 500, "out of memory");
@@ -540,6 +709,7 @@ static int finish(srv_gen *g, srv_event *ev, size_t from, const char *why, glim_
         }
         if (g->n_calls && !g->st.hit) why = "tool_calls";
     }
+    if (release_logprobs(g, ev)) return fail(err, 500, "out of memory");
     ev->done = 1;
     ev->finish = why;
     ev->calls = g->calls, ev->n_calls = g->n_calls;
@@ -560,7 +730,7 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
     srv_engine *e = g->e;
     memset(ev, 0, sizeof *ev);
     if (id < 0 || id >= e->in->vocab_size) return fail(err, 400, "token id %d is outside the vocabulary of %d", id, e->in->vocab_size);
-    if (g->top >= 0 && record_logprob(g, id, g->logits, 0)) return fail(err, 500, "out of memory");
+    if (g->top >= 0 && hold_logprob(g, id)) return fail(err, 500, "out of memory");
     glim_sampler_accept(g->smp, id);
     g->u.completion_tokens++;
     g->u.gen_seconds = srv_now() - g->t0;
@@ -569,24 +739,31 @@ int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err) {
     const char *text = NULL;
     size_t len = 0, from = g->st.sent;
     if (g->kind == SRV_CHAT) {
+        /* logprobs cover the answer's tokens (content), as OpenAI and vLLM report them: not the
+         * reasoning, the tool calls or the format's own tokens (headers, <|eot|>) */
         glim_chat_delta d;
         stop |= glim_chat_parser_push(g->parser, id, &d);
+        note_message(g, &d);
         if (d.channel == GLIM_CHANNEL_REASONING) ev->reasoning = d.text, ev->reasoning_len = d.len, g->reasoned |= d.len > 0;
         else if (d.channel == GLIM_CHANNEL_ANSWER) text = d.text, len = d.len;
+        if (len && g->require_call && !g->called) return not_a_call(g, err); /* text, not the call */
+        held_is(g, d.channel == GLIM_CHANNEL_ANSWER && !glim_tokenizer_is_special(e->tok, id));
     } else if (!stop) {
         text = glim_stream_decoder_push(g->dec, id, &len);
+        held_is(g, 1);
     }
-    if (len && stopper_push(&g->st, text, len)) return fail(err, 500, "out of memory");
+    if (len && add_text(g, text, len)) return fail(err, 500, "out of memory");
     slot *s = g->sl;
     int limit = (g->max_tokens && g->u.completion_tokens >= g->max_tokens) ||
                 glim_session_position(s->s) + 1 > e->cfg.n_ctx;
     if (!stop && !g->st.hit && !limit) {
         ev->content = g->st.buf ? g->st.buf + from : NULL, ev->content_len = g->st.sent - from;
+        if (release_logprobs(g, ev)) return fail(err, 500, "out of memory");
         return slot_eval(e, s, &id, 1, g->logits, NULL, err);
     }
     if (g->kind == SRV_COMPLETION && !stop) { /* a character the limit cut short: U+FFFD */
         const char *f = glim_stream_decoder_flush(g->dec, &len);
-        if (len && stopper_push(&g->st, f, len)) return fail(err, 500, "out of memory");
+        if (len && add_text(g, f, len)) return fail(err, 500, "out of memory");
     }
     const char *r = ev->reasoning;
     size_t rn = ev->reasoning_len;
@@ -608,6 +785,7 @@ void srv_gen_free(srv_gen *g) {
     glim_tokens_free(&g->out);
     glim_tokens_free(&g->prompt);
     free(g->lps);
+    free(g->held);
     free(g->st.buf);
     glim_chat_parser_free(g->parser);
     glim_stream_decoder_free(g->dec);

@@ -143,14 +143,14 @@ static void stream_more(stream *s) {
         s->finished = 1;
         log_request(s->e, s->route, st, srv_gen_usage(s->g), "error mid-stream", srv_now() - s->t0);
     } else if (!ev.done) {
-        if (ev.content_len || ev.reasoning_len) bad = out_event(s, srv_chunk(&s->rp, &ev, 0));
+        if (ev.content_len || ev.reasoning_len || ev.n_lps) bad = out_event(s, srv_chunk(&s->rp, &ev, 0));
     } else {
-        if (ev.content_len || ev.reasoning_len) {
+        if (ev.content_len || ev.reasoning_len || ev.n_lps) {
             srv_event text = ev;
             text.done = 0, text.n_calls = 0;
             bad = out_event(s, srv_chunk(&s->rp, &text, 0));
         }
-        ev.content_len = ev.reasoning_len = 0;
+        ev.content_len = ev.reasoning_len = 0, ev.n_lps = 0;
         bad = bad || out_event(s, srv_chunk(&s->rp, &ev, 0));
         if (s->include_usage) bad = bad || out_event(s, srv_usage_chunk(&s->rp, srv_gen_usage(s->g)));
         s->finished = 1;
@@ -214,6 +214,7 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
     }
     srv_reply rp;
     srv_reply_init(&rp, kind, srv_engine_config(e)->model_name);
+    rp.tok = srv_engine_tokenizer(e), rp.logprobs = r->logprobs >= 0, rp.ids_as_tokens = r->ids_as_tokens;
     if (r->stream) {
         stream *s = calloc(1, sizeof *s);
         struct MHD_Response *resp =
@@ -262,9 +263,8 @@ static MHD_Result_t generate(srv_engine *e, struct MHD_Connection *c, int kind, 
         json_t *resp = srv_response(&rp, text[0], len[0], text[1], len[1], &ev, srv_gen_usage(g));
         int n_lp;
         const srv_logprob *lp = srv_gen_logprobs(g, &n_lp);
-        if (resp && lp)
-            json_object_set_new(json_array_get(json_object_get(resp, "choices"), 0), "logprobs",
-                                srv_logprobs_json(lp, n_lp, srv_engine_tokenizer(e), r->ids_as_tokens));
+        if (resp && rp.logprobs)
+            json_object_set_new(json_array_get(json_object_get(resp, "choices"), 0), "logprobs", srv_logprobs(&rp, lp, n_lp, 0));
         ok = send_json(c, 200, resp);
     }
     free(text[0]);

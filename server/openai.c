@@ -1,8 +1,8 @@
 /* openai.c: the OpenAI wire format of `glimmer serve`: a chat or completion request body into a
  * srv_request (every field checked, the offending one named: a client learns what it sent
  * wrong), and the response, chunk, model list and error objects. Unknown fields are ignored, as
- * OpenAI-compatible servers do; fields that ask for something glimmer does not do (n > 1, chat
- * logprobs, JSON output modes, streamed echo) are refused rather than silently dropped. */
+ * OpenAI-compatible servers do; fields that ask for something glimmer does not do (n > 1, JSON
+ * output modes, streamed echo) are refused rather than silently dropped. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +260,7 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
     if (choice && !strcmp(choice, "none")) return 0;
     if (!tools || json_is_null(tools)) {
         if (json_is_object(json_object_get(o, "tool_choice"))) return FAIL("'tool_choice' names a function but there are no 'tools'");
+        if (choice && !strcmp(choice, "required")) return FAIL("'tool_choice' is \"required\" but there are no 'tools'");
         return 0;
     }
     if (!json_is_array(tools)) return FAIL("'tools' must be an array");
@@ -281,8 +282,10 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
         g->parameters = json_is_object(params) ? own(r, json_dumps(params, JSON_COMPACT)) : NULL;
         if (!g->name || (json_is_object(params) && !g->parameters)) return FAIL("out of memory");
     }
-    /* tool_choice: "auto" and "required" leave the choice to the model (there is no grammar to
-     * force "some call"); a named function is forced: the reply starts as that call's message */
+    /* tool_choice: "auto" leaves the choice to the model; a named function is forced (the reply
+     * starts as that call's message); "required" forces the opening every call shares, up to
+     * the name, which the model picks (engine.c: force_opening), and a reply that still is not a
+     * call to one of the tools is an error */
     json_t *tc = json_object_get(o, "tool_choice");
     if (tc && !json_is_null(tc) && !json_is_string(tc)) {
         const char *type = json_string_value(json_object_get(tc, "type"));
@@ -295,17 +298,31 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
         if (!r->force_tool) return FAIL("'tool_choice' names '%s', which is not in 'tools'", name);
     } else if (choice && strcmp(choice, "auto") && strcmp(choice, "required")) {
         return FAIL("'tool_choice' '%s': expected \"none\", \"auto\", \"required\" or a function", choice);
+    } else if (choice && !strcmp(choice, "required")) {
+        if (!r->n_tools) return FAIL("'tool_choice' is \"required\" but 'tools' is empty");
+        r->require_tool = 1;
     }
     return 0;
 }
 
-static int chat_fields(srv_request *r, json_t *o, glim_error *err) {
+/* Chat logprobs: "logprobs": true, with "top_logprobs" alternatives (0..20) per token; as OpenAI,
+ * top_logprobs alone is an error rather than a request without logprobs. */
+static int chat_logprobs_fields(srv_request *r, json_t *o, glim_error *err) {
     int st, lp = 0;
-    if ((st = messages_of(r, o, err)) || (st = tools_of(r, o, err)) || (st = bool_field(o, "logprobs", &lp, err)))
+    long long top = -1;
+    if ((st = bool_field(o, "logprobs", &lp, err)) || (st = int_field(o, "top_logprobs", 0, SRV_MAX_TOP, &top, err)) ||
+        (st = bool_field(o, "return_tokens_as_token_ids", &r->ids_as_tokens, err)))
         return st;
-    if (lp) return FAIL("'logprobs' is supported on /v1/completions only (a chat answer's tokens are parsed apart)");
+    if (top >= 0 && !lp) return FAIL("'top_logprobs' needs 'logprobs': true");
+    r->logprobs = !lp ? -1 : top > 0 ? (int)top : 0;
+    return 0;
+}
+
+static int chat_fields(srv_request *r, json_t *o, glim_error *err) {
+    int st;
+    if ((st = messages_of(r, o, err)) || (st = tools_of(r, o, err)) || (st = chat_logprobs_fields(r, o, err)))
+        return st;
     if (r->no_generation) return FAIL("'max_tokens' must be at least 1");
-    r->logprobs = -1;
     json_t *re = json_object_get(o, "reasoning_effort");
     if (re && !json_is_null(re)) {
         const char *e = json_string_value(re);
@@ -348,8 +365,7 @@ static int completion_fields(srv_request *r, json_t *o, glim_error *err) {
         return st;
     r->logprobs = (int)lp;
     if (r->no_generation && !r->echo) return FAIL("'max_tokens' must be at least 1 (0 only with echo)");
-    if (r->stream && (r->echo || r->logprobs >= 0))
-        return FAIL("'%s' with 'stream' is not supported: ask without streaming", r->echo ? "echo" : "logprobs");
+    if (r->stream && r->echo) return FAIL("'echo' with 'stream' is not supported: ask without streaming");
     if (json_is_string(json_object_get(o, "suffix"))) return FAIL("'suffix' is not supported by glimmer serve");
     long long best = 1;
     if (int_field(o, "best_of", 1, 1, &best, err)) return FAIL("'best_of' must be 1");
@@ -387,8 +403,8 @@ void srv_request_free(srv_request *r) {
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
-/* A JSON string of generated text; the engine hands out whole UTF-8 characters, so the fallback
- * (U+FFFD for each ill-formed byte) is a guard, not a path. */
+/* A JSON string of generated text, U+FFFD for each ill-formed byte: the engine hands out whole
+ * UTF-8 characters, but a token of logprobs may be a piece of one (its exact bytes go apart). */
 static json_t *jtext(const char *s, size_t n) {
     json_t *j = json_stringn(s ? s : "", s ? n : 0);
     if (j) return j;
@@ -419,6 +435,8 @@ void srv_reply_init(srv_reply *rp, int kind, const char *model) {
     rp->kind = kind;
     rp->created = (long long)time(NULL);
     rp->model = model;
+    rp->tok = NULL;
+    rp->logprobs = rp->ids_as_tokens = 0;
 }
 
 static json_t *reply_base(const srv_reply *rp, const char *object) {
@@ -465,6 +483,8 @@ json_t *srv_response(const srv_reply *rp, const char *content, size_t content_le
 json_t *srv_chunk(const srv_reply *rp, const srv_event *ev, int first) {
     json_t *o = reply_base(rp, rp->kind == SRV_CHAT ? "chat.completion.chunk" : "text_completion");
     json_t *choice = json_pack("{s:i, s:n}", "index", 0, "logprobs");
+    if (rp->logprobs && ev && (ev->n_lps || ev->content_len)) /* a text chunk: its tokens, maybe none yet */
+        json_object_set_new(choice, "logprobs", srv_logprobs(rp, ev->lps, ev->n_lps, ev->lp_offset));
     json_object_set_new(choice, "finish_reason", ev && ev->done ? json_string(ev->finish) : json_null());
     if (rp->kind == SRV_CHAT) {
         json_t *d = json_object();
@@ -493,26 +513,26 @@ json_t *srv_usage_chunk(const srv_reply *rp, const srv_usage *u) {
 /* A log probability as JSON: null where it is not a number (a prompt's first token, -inf). */
 static json_t *jlp(float x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-static json_t *jtoken(const glim_tokenizer *tok, int32_t id, int ids_as_tokens) {
-    if (ids_as_tokens) {
+static json_t *jtoken(const srv_reply *rp, int32_t id) {
+    if (rp->ids_as_tokens) {
         char b[32];
         snprintf(b, sizeof b, "token_id:%d", (int)id);
         return json_string(b);
     }
     size_t n = 0;
-    const char *s = glim_token_bytes(tok, id, &n);
+    const char *s = glim_token_bytes(rp->tok, id, &n);
     return jtext(s, n);
 }
 
-json_t *srv_logprobs_json(const srv_logprob *lp, int n, const glim_tokenizer *tok, int ids_as_tokens) {
+/* A completion's logprobs: parallel arrays, alternatives as an object keyed by their text. */
+static json_t *completion_logprobs(const srv_reply *rp, const srv_logprob *lp, int n, size_t at) {
     json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
-    size_t at = 0;
     for (int i = 0; i < n; i++) {
-        json_array_append_new(tokens, jtoken(tok, lp[i].id, ids_as_tokens));
+        json_array_append_new(tokens, jtoken(rp, lp[i].id));
         json_array_append_new(lps, jlp(lp[i].lp));
         json_t *top = lp[i].n_top ? json_object() : json_null();
         for (int k = 0; k < lp[i].n_top; k++) {
-            json_t *name = jtoken(tok, lp[i].top_id[k], ids_as_tokens);
+            json_t *name = jtoken(rp, lp[i].top_id[k]);
             if (!json_object_get(top, json_string_value(name))) /* the likelier of two equal spellings */
                 json_object_set_new(top, json_string_value(name), jlp(lp[i].top_lp[k]));
             json_decref(name);
@@ -520,11 +540,37 @@ json_t *srv_logprobs_json(const srv_logprob *lp, int n, const glim_tokenizer *to
         json_array_append_new(tops, top);
         json_array_append_new(offs, json_integer((json_int_t)at));
         size_t len = 0;
-        glim_token_bytes(tok, lp[i].id, &len);
+        glim_token_bytes(rp->tok, lp[i].id, &len);
         at += len;
     }
     return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
                      "text_offset", offs);
+}
+
+/* One token of a chat's logprobs: its text (lossy where the token is not whole UTF-8 characters),
+ * its log probability (OpenAI's -9999 for -inf: clients expect a number) and its exact bytes. */
+static json_t *chat_token(const srv_reply *rp, int32_t id, float lp) {
+    size_t n = 0;
+    const unsigned char *b = (const unsigned char *)glim_token_bytes(rp->tok, id, &n);
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer(b[i]));
+    return json_pack("{s:o, s:f, s:o}", "token", jtoken(rp, id), "logprob", isfinite(lp) ? (double)lp : -9999.0,
+                     "bytes", bytes);
+}
+
+static json_t *chat_logprobs(const srv_reply *rp, const srv_logprob *lp, int n) {
+    json_t *content = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *t = chat_token(rp, lp[i].id, lp[i].lp), *top = json_array();
+        for (int k = 0; k < lp[i].n_top; k++) json_array_append_new(top, chat_token(rp, lp[i].top_id[k], lp[i].top_lp[k]));
+        json_object_set_new(t, "top_logprobs", top);
+        json_array_append_new(content, t);
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+json_t *srv_logprobs(const srv_reply *rp, const srv_logprob *lp, int n, size_t offset) {
+    return rp->kind == SRV_CHAT ? chat_logprobs(rp, lp, n) : completion_logprobs(rp, lp, n, offset);
 }
 
 json_t *srv_models(const srv_config *cfg) {

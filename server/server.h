@@ -53,15 +53,16 @@ typedef struct srv_request {
     int n_tools;
     const char *reasoning; /* reasoning_effort, or NULL */
     const char *force_tool; /* tool_choice naming a function: its tools[] name ("functions.X") */
+    int require_tool;       /* tool_choice "required": the reply must call one of the tools */
     /* completion: text (tokenized with BOS) or ids */
     const char *prompt;
     int32_t *prompt_ids;
     int n_prompt_ids;
-    int logprobs;      /* completion: alternatives per token in logprobs (0..20); -1: no logprobs */
     int echo;          /* completion: the prompt's tokens (text and logprobs) come first */
-    int ids_as_tokens; /* completion: logprobs name tokens "token_id:N" (return_tokens_as_token_ids) */
     int no_generation; /* completion: max_tokens 0 with echo (scoring a text: lm-eval's loglikelihood) */
     /* both */
+    int logprobs;      /* alternatives per token in logprobs (0..20; chat: top_logprobs); -1: none */
+    int ids_as_tokens; /* logprobs name tokens "token_id:N" (return_tokens_as_token_ids) */
     glim_sampler_params samp;
     int seed_given; /* samp.seed holds the seed to use; else the engine draws one */
     int max_tokens; /* 0: until the context is full */
@@ -89,17 +90,6 @@ typedef struct srv_call {
     char *arguments; /* a JSON object text */
 } srv_call;
 
-/* What one step produced: text for one of the channels (content, reasoning), and at the end the
- * finish reason, the tool calls and the counts. */
-typedef struct srv_event {
-    const char *content, *reasoning;
-    size_t content_len, reasoning_len;
-    int done;
-    const char *finish; /* "stop", "length", "tool_calls" (done only) */
-    const srv_call *calls;
-    int n_calls;
-} srv_event;
-
 /* One token's log probability under the model (log-softmax of the raw logits, before any
  * sampling setting) and the most likely alternatives at its position. */
 typedef struct srv_logprob {
@@ -109,6 +99,22 @@ typedef struct srv_logprob {
     int32_t top_id[SRV_MAX_TOP];
     float top_lp[SRV_MAX_TOP];
 } srv_logprob;
+
+/* What one step produced: text for one of the channels (content, reasoning), and at the end the
+ * finish reason, the tool calls and the counts. With logprobs, the tokens whose text has now all
+ * gone out (the text of this event, or held back by the stop strings before it): a chunk carries
+ * the log probabilities of the tokens it completes. */
+typedef struct srv_event {
+    const char *content, *reasoning;
+    size_t content_len, reasoning_len;
+    int done;
+    const char *finish; /* "stop", "length", "tool_calls" (done only) */
+    const srv_call *calls;
+    int n_calls;
+    const srv_logprob *lps; /* valid until the next step */
+    int n_lps;
+    size_t lp_offset;       /* completions' text_offset of lps[0] */
+} srv_event;
 
 typedef struct srv_usage {
     int prompt_tokens, cached_tokens, completion_tokens;
@@ -132,8 +138,10 @@ int srv_gen_step(srv_gen *g, srv_event *ev, glim_error *err);
  * out for a known continuation, which a test can script (a random model never calls a tool). */
 int srv_gen_push(srv_gen *g, int32_t id, srv_event *ev, glim_error *err);
 const srv_usage *srv_gen_usage(const srv_gen *g);
-/* With r->logprobs >= 0: the tokens so far (the prompt's first when r->echo), each with its log
- * probability; NULL otherwise. */
+/* With r->logprobs >= 0: the tokens reported so far, each with its log probability: the prompt's
+ * first when r->echo, then the generated tokens whose text has gone out (the answer's, for a chat:
+ * not reasoning, tool calls or the format's tokens; a stop string's are never reported); NULL
+ * otherwise (or before the first). */
 const srv_logprob *srv_gen_logprobs(const srv_gen *g, int *n);
 /* With r->echo: the prompt's tokens as text (every token's bytes, specials included, so that the
  * logprobs' text offsets hold), malloc'd; NULL otherwise or out of memory. */
@@ -146,26 +154,32 @@ void srv_gen_free(srv_gen *g);
 
 /* ---- responses (openai.c) ----------------------------------------------------------------- */
 
-/* The id, creation time and model name a response and all its chunks carry. */
+/* The id, creation time and model name a response and all its chunks carry, and how they write
+ * logprobs (set by the caller after srv_reply_init when the request asks for them). */
 typedef struct srv_reply {
     int kind;
     char id[40];
     long long created;
     const char *model;
+    const glim_tokenizer *tok; /* names the tokens of logprobs */
+    int logprobs, ids_as_tokens;
 } srv_reply;
 void srv_reply_init(srv_reply *rp, int kind, const char *model);
 
 /* The whole (non-streamed) response, from the text gathered over every step. */
 json_t *srv_response(const srv_reply *rp, const char *content, size_t content_len, const char *reasoning,
                      size_t reasoning_len, const srv_event *end, const srv_usage *u);
-/* A streamed chunk: the first one (role), a step's text, or the end (finish reason, tool calls). */
+/* A streamed chunk: the first one (role), a step's text (and its tokens' logprobs), or the end
+ * (finish reason, tool calls). */
 json_t *srv_chunk(const srv_reply *rp, const srv_event *ev, int first);
 /* The last chunk of a stream that asked for usage: no choices, the counts. */
 json_t *srv_usage_chunk(const srv_reply *rp, const srv_usage *u);
 json_t *srv_usage_json(const srv_usage *u);
 json_t *srv_models(const srv_config *cfg);
-/* A completion choice's "logprobs" object (tokens, token_logprobs, top_logprobs, text_offset). */
-json_t *srv_logprobs_json(const srv_logprob *lp, int n, const glim_tokenizer *tok, int ids_as_tokens);
+/* A choice's "logprobs" object for lp[0..n): a chat's {"content": [{token, logprob, bytes,
+ * top_logprobs}...]}, a completion's {tokens, token_logprobs, top_logprobs, text_offset} (the
+ * offsets counted from `offset`, lp[0]'s). */
+json_t *srv_logprobs(const srv_reply *rp, const srv_logprob *lp, int n, size_t offset);
 /* {"error": {"message", "type", "param", "code"}}; type follows the status. */
 json_t *srv_error(int status, const char *message);
 

@@ -1,13 +1,13 @@
 #!/bin/sh
 # server.test.sh BUILD: tests of `glimmer serve`, the OpenAI-compatible HTTP server, in two parts:
 #   server_forced_*  tests/server/forced.c, linked with the server's objects: generations driven
-#                    with scripted tokens (reasoning, tool calls, stop strings) that a random model
-#                    never writes;
+#                    with scripted tokens (reasoning, tool calls, tool_choice "required", stop
+#                    strings, chat logprobs chunk by chunk) that a random model never writes;
 #   server_*         tests/server/e2e.mjs, end to end over HTTP with the `openai` npm client (the
 #                    file says what it checks: /health, /v1/models, chat and text completions
 #                    streamed and not, determinism, KV-cache prefix reuse, concurrency, a client
-#                    that disconnects, tools, every documented error status, the API key, exit 0
-#                    on SIGTERM).
+#                    that disconnects, tools, logprobs, every documented error status, the API
+#                    key, exit 0 on SIGTERM).
 # The model is the tiny random Muse Glimmer checkpoint with the full 202,048-id vocabulary that
 # tests/support/chat_model.sh makes (BUILD/tokenizer/chatmodel, shared with tokenizer.test.sh).
 # Prints PASS/FAIL/SKIP lines; SKIPs everything (with the reason) when glimmer was built without

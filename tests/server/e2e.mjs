@@ -11,10 +11,14 @@
 //     a fixed seed), streaming == non-streaming (client and raw SSE), stop strings, prefix reuse
 //     from the KV cache (B, which continues A's conversation, reuses all of A's prompt, and a fresh
 //     server with nothing cached gives B the same answer), concurrent streams == the same requests
-//     alone, a client that disconnects mid-stream, tool definitions and tool-call histories;
+//     alone, a client that disconnects mid-stream, tool definitions and tool-call histories,
+//     tool_choice "required" (a tool call or an error, never plain content), logprobs (greedy
+//     tokens are their position's most likely, the tokens' bytes make the content, streamed ==
+//     non-streamed);
 //   - POST /v1/completions: prompt_tokens == `glimmer tokenize`, token-id prompts, stop strings,
 //     a different seed gives a different text, streaming == non-streaming; logprobs (the greedy
-//     token is its position's most likely, the alternatives sorted) and echo with max_tokens 0
+//     token is its position's most likely, the alternatives sorted; streamed == non-streamed; a
+//     stop string's tokens are not reported) and echo with max_tokens 0
 //     (lm-eval's loglikelihood request): the prompt's scores equal a log-softmax of
 //     `glimmer logits`' rows, and a generated token's logprob equals its score when echoed;
 //   - every documented error (HTTP status and the {"error": {...}} body), the API key, and that the
@@ -33,7 +37,8 @@ import { basename, join, resolve } from "node:path";
 const ERROR_CASES = [
   "malformed_json", "missing_messages", "messages_not_array", "messages_empty", "unknown_role",
   "n_2", "max_tokens_negative", "temperature_string", "invalid_utf8", "prompt_over_context",
-  "tool_call_id_unknown", "tool_choice_unknown", "completion_id_out_of_vocab", "chat_logprobs", "logprobs_stream",
+  "tool_call_id_unknown", "tool_choice_unknown", "tool_choice_required_no_tools", "completion_id_out_of_vocab",
+  "chat_top_logprobs_alone", "chat_top_logprobs_range", "echo_stream",
   "max_tokens_zero_without_echo", "unknown_path", "wrong_method",
   "body_too_large", "auth_missing", "auth_wrong",
 ].map((c) => `server_error_${c}`);
@@ -41,11 +46,11 @@ const ERROR_CASES = [
 const TESTS = [
   "server_start", "server_health", "server_models", "server_auth_right",
   "server_chat_shape", "server_chat_options", "server_chat_deterministic", "server_seed_changes_output",
-  "server_chat_stream", "server_chat_stream_sse",
+  "server_chat_stream", "server_chat_stream_sse", "server_chat_logprobs", "server_chat_logprobs_stream",
   "server_chat_stop", "server_completion_prompt_tokens", "server_completion_stop", "server_completion_stream",
-  "server_completion_logprobs", "server_completion_echo_scores",
+  "server_completion_logprobs", "server_completion_logprobs_stream", "server_completion_echo_scores",
   "server_prefix_reuse", "server_concurrent_streams", "server_client_disconnect",
-  "server_tools", "server_tools_history",
+  "server_tools", "server_tools_required", "server_tools_history",
   ...ERROR_CASES,
   "server_alive_after_errors", "server_sigterm",
   "server_fresh_start", "server_fresh_model_name", "server_fresh_cors", "server_fresh_same_answer", "server_fresh_gone_nonstream",
@@ -326,6 +331,23 @@ const WEATHER_TOOL = {
   },
 };
 
+const TIME_TOOL = { type: "function", function: { name: "get_time" } };
+
+// A chat logprobs item: {token, logprob, bytes, top_logprobs}; with greedy, the token is its
+// position's most likely.
+function checkLpItem(t, i, top, greedy) {
+  check(typeof t.token === "string" && typeof t.logprob === "number" && t.logprob <= 0, `content[${i}] ${show(t)}`);
+  check(Array.isArray(t.bytes) && t.bytes.every((b) => isInt(b) && b >= 0 && b < 256), `content[${i}].bytes ${show(t.bytes)}`);
+  const text = Buffer.from(t.bytes).toString("utf8");
+  check(text === t.token || t.token.includes("\uFFFD"), `content[${i}]: token ${show(t.token)} but bytes ${show(text)}`);
+  check(Array.isArray(t.top_logprobs) && t.top_logprobs.length === top, `content[${i}]: ${t.top_logprobs?.length} alternatives, asked for ${top}`);
+  t.top_logprobs.forEach((a, k) => check(typeof a.token === "string" && Array.isArray(a.bytes) && a.logprob <= 0 &&
+    (k === 0 || a.logprob <= t.top_logprobs[k - 1].logprob), `content[${i}]: alternatives ${show(t.top_logprobs)} not sorted`));
+  if (greedy && top) check(t.top_logprobs[0].token === t.token && t.top_logprobs[0].logprob === t.logprob,
+    `content[${i}]: greedy token ${show(t.token)} (${t.logprob}) is not the most likely ${show(t.top_logprobs[0])}`);
+}
+const bytesOf = (items) => Buffer.concat(items.map((t) => Buffer.from(t.bytes)));
+
 async function streamChat(client, body) {
   const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
   const chunks = [];
@@ -483,6 +505,47 @@ async function main() {
     return `${chunks.length} data events then [DONE], same message; without include_usage no usage chunk`;
   });
 
+  // Chat logprobs: they change nothing in the answer; they cover its tokens (their bytes make the
+  // content), each the most likely at its position (greedy), with sorted alternatives.
+  const chatLp = await test("server_chat_logprobs", async () => {
+    check(base, "needs server_chat_shape");
+    const r = await client.chat.completions.create({ ...greedy, logprobs: true, top_logprobs: 3 });
+    const m = checkChatCompletion(r, { name, maxTokens: 8 });
+    same(m, base.message, "the greedy messages with and without logprobs");
+    const items = r.choices[0].logprobs?.content;
+    check(Array.isArray(items), `logprobs ${show(r.choices[0].logprobs)}`);
+    items.forEach((t, i) => checkLpItem(t, i, 3, true));
+    check(items.length <= r.usage.completion_tokens, `${items.length} tokens reported, ${r.usage.completion_tokens} generated`);
+    if (!m.content.includes("\uFFFD")) check(bytesOf(items).toString("utf8") === m.content,
+      `the tokens' bytes make ${show(bytesOf(items).toString("utf8"))}, the content is ${show(m.content)}`);
+    const plain = await client.chat.completions.create({ ...greedy, logprobs: true });
+    const p = plain.choices[0].logprobs.content;
+    same(p.map((t) => [t.token, t.logprob, t.top_logprobs]), items.map((t) => [t.token, t.logprob, []]), "logprobs without top_logprobs");
+    return { detail: `${items.length} tokens ${show(items.map((t) => t.token))} for content ${show(m.content)}`, items };
+  });
+
+  // Streamed, each chunk carries the tokens its text completes: the tokens so far are whole in the
+  // content so far, and all together they are the non-streamed logprobs.
+  await test("server_chat_logprobs_stream", async () => {
+    check(chatLp, "needs server_chat_logprobs");
+    const { chunks } = await sse(server, "/v1/chat/completions", { ...greedy, logprobs: true, top_logprobs: 3, stream: true });
+    const s = collectChatStream(chunks, { name, includeUsage: false });
+    same(s.message, base.message, "streamed with logprobs and non-streamed messages");
+    let content = Buffer.alloc(0);
+    const items = [];
+    chunks.forEach((ch, i) => {
+      const c = ch.choices[0], d = c.delta ?? {};
+      if (d.content) content = Buffer.concat([content, Buffer.from(d.content)]);
+      if (d.content) check(c.logprobs && Array.isArray(c.logprobs.content), `chunk ${i} has content but logprobs ${show(c.logprobs)}`);
+      if (c.logprobs) items.push(...c.logprobs.content);
+      const reported = bytesOf(items);
+      if (!s.message.content.includes("\uFFFD"))
+        check(content.subarray(0, reported.length).equals(reported), `after chunk ${i}, the tokens reported are not within the content sent`);
+    });
+    same(items, chatLp.items, "streamed and non-streamed logprobs");
+    return `${chunks.length} chunks carry the ${items.length} tokens of the non-streamed logprobs`;
+  });
+
   // A stop string cut from the middle of the greedy answer: the answer must end just before it.
   await test("server_chat_stop", async () => {
     check(base, "needs server_chat_shape");
@@ -564,6 +627,43 @@ async function main() {
     }
     check(lp.text_offset[0] === 0 && lp.text_offset[1] > 0, `text_offset ${show(lp.text_offset)}`);
     return { detail: `3 greedy tokens ${show(lp.tokens)}, logprobs ${show(lp.token_logprobs.map((x) => x.toFixed(3)))}`, lp };
+  });
+
+  // Completion logprobs streamed: the chunks' logprobs joined are the non-streamed ones (text_offset
+  // included). With a stop string, only the tokens whose text is whole before it are reported.
+  await test("server_completion_logprobs_stream", async () => {
+    const req = { model: name, prompt: "A short story:", max_tokens: 10, temperature: 0, logprobs: 2 };
+    const joined = async (body) => {
+      const { chunks } = await sse(server, "/v1/completions", { ...body, stream: true });
+      const lp = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+      let text = "";
+      for (const ch of chunks) {
+        const c = ch.choices[0];
+        text += c.text;
+        if (c.text) check(c.logprobs, `a chunk with text ${show(c.text)} but no logprobs`);
+        if (c.logprobs) for (const k of Object.keys(lp)) lp[k].push(...c.logprobs[k]);
+      }
+      return { text, lp };
+    };
+    const post = async (body) => {
+      const r = await http(server, "POST", "/v1/completions", { body });
+      check(r.status === 200, `HTTP ${r.status}: ${r.text}`);
+      return r.json.choices[0];
+    };
+    const full = await post(req);
+    const s = await joined(req);
+    check(s.text === full.text, `streamed ${show(s.text)}, non-streamed ${show(full.text)}`);
+    same(s.lp, full.logprobs, "streamed and non-streamed logprobs");
+    const stop = stopPiece(full.text);
+    if (!stop || full.text.includes("\uFFFD")) throw new Skip(`the greedy text ${show(full.text)} has no clean piece to stop at`);
+    const want = full.text.slice(0, full.text.indexOf(stop)), wantBytes = Buffer.byteLength(want);
+    const cut = await post({ ...req, stop });
+    check(cut.text === want, `with stop ${show(stop)}: ${show(cut.text)}, expected ${show(want)}`);
+    const off = full.logprobs.text_offset, ends = off.map((o, i) => off[i + 1] ?? Buffer.byteLength(full.text));
+    const whole = ends.filter((e) => e <= wantBytes).length;
+    same(cut.logprobs.tokens, full.logprobs.tokens.slice(0, whole), `the tokens before stop ${show(stop)}`);
+    same((await joined({ ...req, stop })).lp, cut.logprobs, "streamed and non-streamed logprobs with a stop string");
+    return `${full.logprobs.tokens.length} tokens both ways; stop ${show(stop)} keeps the ${whole} whole before it`;
   });
 
   // echo + max_tokens 0 scores a text: row t of `glimmer logits` gives token t+1's logprob, and a
@@ -689,6 +789,37 @@ async function main() {
     return `${describe(m)}, finish ${r.choices[0].finish_reason}; prompt ${r.usage.prompt_tokens} tokens (${plain.usage.prompt_tokens} without tools, ${forced.usage.prompt_tokens} with the call forced)`;
   });
 
+  // tool_choice "required": the server forces the opening of a call up to the name; a reply that
+  // still is no call to one of the tools is an error (the random model rarely writes a call), never
+  // plain content, streamed or not.
+  await test("server_tools_required", async () => {
+    const body = { ...chatRequest(name, "What's the weather in Paris?"), tools: [WEATHER_TOOL, TIME_TOOL], tool_choice: "required",
+      reasoning_effort: "low", temperature: 1 };
+    const seen = [];
+    for (const seed of [1, 2, 3]) {
+      const r = await http(server, "POST", "/v1/chat/completions", { body: { ...body, seed } });
+      if (r.status === 200) {
+        const m = checkChatCompletion(r.json, { name, maxTokens: 8 });
+        check(m.tool_calls.length > 0, `seed ${seed}: "required" answered without a tool call: ${describe(m)}`);
+        seen.push("call");
+      } else {
+        checkError(r, 500, /tool_choice.*required/);
+        seen.push("error");
+      }
+      const { chunks } = await sse(server, "/v1/chat/completions", { ...body, seed, stream: true });
+      const bad = chunks.findIndex((c) => c.error);
+      if (bad >= 0) {
+        check(/tool_choice.*required/.test(chunks[bad].error.message), `stream error ${show(chunks[bad])}`);
+        check(chunks.slice(0, bad).every((c) => !c.choices?.[0]?.delta?.content), `content streamed before the error: ${show(chunks)}`);
+        check(seen.at(-1) === "error", `seed ${seed}: the stream failed, the request without streaming did not`);
+      } else {
+        const st = collectChatStream(chunks, { name, includeUsage: false });
+        check(st.message.tool_calls.length > 0, `seed ${seed}: the stream answered without a tool call: ${describe(st.message)}`);
+      }
+    }
+    return `3 seeds, non-streamed and streamed: ${seen.join(", ")}`;
+  });
+
   await test("server_tools_history", async () => {
     const messages = [
       { role: "user", content: "What's the weather in Paris?" },
@@ -735,10 +866,14 @@ async function main() {
     checkError(await http(server, "POST", "/v1/completions", { body: { prompt: [200000, 1000, 202048], max_tokens: 2 } }), 400, /202048/));
   await errorCase("tool_choice_unknown", async () =>
     checkError(await chatPost({ messages: user, max_tokens: 2, tools: [WEATHER_TOOL], tool_choice: { type: "function", function: { name: "nope" } } }), 400, /nope/));
-  await errorCase("chat_logprobs", async () =>
-    checkError(await chatPost({ messages: user, max_tokens: 2, logprobs: true }), 400, /completions only/));
-  await errorCase("logprobs_stream", async () =>
-    checkError(await http(server, "POST", "/v1/completions", { body: { prompt: "x", max_tokens: 2, logprobs: 1, stream: true } }), 400, /stream/));
+  await errorCase("tool_choice_required_no_tools", async () =>
+    checkError(await chatPost({ messages: user, max_tokens: 2, tool_choice: "required" }), 400, /required.*tools/));
+  await errorCase("chat_top_logprobs_alone", async () =>
+    checkError(await chatPost({ messages: user, max_tokens: 2, top_logprobs: 2 }), 400, /top_logprobs.*logprobs/));
+  await errorCase("chat_top_logprobs_range", async () =>
+    checkError(await chatPost({ messages: user, max_tokens: 2, logprobs: true, top_logprobs: 21 }), 400, /top_logprobs/));
+  await errorCase("echo_stream", async () =>
+    checkError(await http(server, "POST", "/v1/completions", { body: { prompt: "x", max_tokens: 2, logprobs: 1, echo: true, stream: true } }), 400, /echo.*stream/));
   await errorCase("max_tokens_zero_without_echo", async () =>
     checkError(await http(server, "POST", "/v1/completions", { body: { prompt: "x", max_tokens: 0 } }), 400, /max_tokens/));
   await errorCase("unknown_path", async () => checkError(await http(server, "GET", "/v1/no-such-thing"), 404));

@@ -2,7 +2,9 @@
  * sampling), on a model whose tokenizer has the Muse chat tokens: what a random model never
  * writes. The continuation is the chat renderer's own tokens for an assistant message (the ids
  * past the generation prompt), so the parser, the tool-call naming, the stop strings held back
- * across tokens and the OpenAI JSON are checked against what the format says they must give.
+ * across tokens, the logprobs (which tokens, in which chunk) and the OpenAI JSON are checked
+ * against what the format says they must give; tool_choice "required" with replies that are
+ * calls and replies that are not.
  *   forced MODEL_DIR     prints PASS / FAIL lines (names server_forced_*); exit 1 on a failure
  * Built and run by tests/server.test.sh (it links the server's objects). */
 #include <stdio.h>
@@ -33,9 +35,19 @@ typedef struct outcome {
     char call2_id[64], call2_name[64], call2_args[256]; /* a second call, when there is one */
     json_t *response, *end_chunk;
     char why[1200];
+    int status; /* a step's failure: its HTTP status (err in why), else 0 */
+    int emitted; /* content or reasoning text came out before the end or the failure */
+    /* logprobs: every event's tokens in order, and after each event the content and the
+     * tokens so far; same_lps: srv_gen_logprobs at the end gives the same tokens */
+    srv_logprob lps[256];
+    int n_lps, n_events, same_lps;
+    size_t ev_nc[512];
+    int ev_nlp[512];
+    json_t *logprobs; /* srv_logprobs of the whole reply */
 } outcome;
 
 static srv_engine *E;
+static glim_tokenizer *TOK;
 
 /* The ids of `reply` (one assistant message) as the renderer writes them after the generation
  * prompt of `messages`. */
@@ -61,35 +73,31 @@ static int continuation(const glim_chat_message *messages, int n, const glim_cha
     return bad ? -1 : 0;
 }
 
-/* Runs a chat request body, pushing the reply's tokens until the generation ends (from after the
- * reply's first <|message|> when the request forces a call: the server put that opening into the
- * prompt). */
-static int run(const char *body, const glim_chat_message *reply, outcome *o) {
-    memset(o, 0, sizeof *o);
-    srv_request r;
+/* Records one event's logprobs (and where the content was then). */
+static int note_logprobs(outcome *o, const srv_event *ev) {
+    if (o->n_lps + ev->n_lps > (int)(sizeof o->lps / sizeof *o->lps) || o->n_events == 512)
+        return sprintf(o->why, "too many tokens or events"), -1;
+    if (ev->n_lps) memcpy(o->lps + o->n_lps, ev->lps, sizeof *ev->lps * (size_t)ev->n_lps);
+    o->n_lps += ev->n_lps;
+    o->ev_nc[o->n_events] = o->nc;
+    o->ev_nlp[o->n_events++] = o->n_lps;
+    return 0;
+}
+
+/* Pushes ids[from..] into the generation of a parsed request until it ends (or a step fails:
+ * o->status). */
+static int push_all(srv_request *r, const glim_tokens *ids, size_t from, outcome *o) {
     glim_error err = {0};
-    if (srv_request_parse(&r, SRV_CHAT, body, strlen(body), srv_engine_config(E), &err))
-        return sprintf(o->why, "parse: %s", err.message), -1;
-    glim_tokens ids = {0};
     srv_gen *g = NULL;
-    int rc = continuation(r.messages, r.n_messages, reply, &ids, o->why);
-    size_t from = 0;
-    if (!rc && r.force_tool) {
-        glim_tokenizer *tok = NULL;
-        rc = glim_tokenizer_load(srv_engine_config(E)->model_dir, &tok, &err) ? -1 : 0;
-        const int32_t msg = tok ? glim_tokenizer_find(tok, "<|message|>") : -1;
-        while (from < ids.n && ids.ids[from] != msg) from++;
-        from++;
-        glim_tokenizer_free(tok);
-        if (!rc && from > ids.n) rc = -1, sprintf(o->why, "the reply has no <|message|>");
-    }
-    if (!rc && srv_gen_start(E, &r, &g, &err)) rc = -1, sprintf(o->why, "start: %s", err.message);
+    if (srv_gen_start(E, r, &g, &err)) return sprintf(o->why, "start: %s", err.message), -1;
     srv_reply rp;
     srv_reply_init(&rp, SRV_CHAT, "m");
-    for (size_t i = from; !rc && i < ids.n; i++) {
+    rp.tok = TOK, rp.logprobs = r->logprobs >= 0;
+    int rc = 0;
+    for (size_t i = from; !rc && i < ids->n; i++) {
         srv_event ev;
-        if (srv_gen_push(g, ids.ids[i], &ev, &err)) {
-            rc = -1, sprintf(o->why, "push: %s", err.message);
+        if ((o->status = srv_gen_push(g, ids->ids[i], &ev, &err))) {
+            rc = -1, snprintf(o->why, sizeof o->why, "push: %s", err.message);
             break;
         }
         o->pushed++;
@@ -99,6 +107,8 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
         }
         if (ev.content_len) memcpy(o->content + o->nc, ev.content, ev.content_len), o->nc += ev.content_len;
         if (ev.reasoning_len) memcpy(o->reasoning + o->nr, ev.reasoning, ev.reasoning_len), o->nr += ev.reasoning_len;
+        o->emitted |= ev.content_len || ev.reasoning_len;
+        if ((rc = note_logprobs(o, &ev))) break;
         if (ev.done) {
             o->end = ev;
             if (ev.n_calls) {
@@ -111,18 +121,94 @@ static int run(const char *body, const glim_chat_message *reply, outcome *o) {
                 snprintf(o->call2_name, sizeof o->call2_name, "%s", ev.calls[1].name);
                 snprintf(o->call2_args, sizeof o->call2_args, "%s", ev.calls[1].arguments);
             }
-            o->end.calls = NULL;
+            o->end.calls = NULL, o->end.lps = NULL;
             o->response = srv_response(&rp, o->content, o->nc, o->reasoning, o->nr, &ev, srv_gen_usage(g));
-            ev.content_len = ev.reasoning_len = 0;
+            ev.content_len = ev.reasoning_len = 0, ev.n_lps = 0;
             o->end_chunk = srv_chunk(&rp, &ev, 0);
+            int n;
+            const srv_logprob *all = srv_gen_logprobs(g, &n);
+            o->same_lps = n == o->n_lps && (!n || !memcmp(all, o->lps, sizeof *all * (size_t)n));
+            if (rp.logprobs) o->logprobs = srv_logprobs(&rp, all, n, 0);
             break;
         }
     }
-    if (!rc && !o->end.done) rc = -1, sprintf(o->why, "the generation did not end after the reply's %zu tokens", ids.n);
+    if (!rc && !o->end.done) rc = -1, sprintf(o->why, "the generation did not end after the reply's %zu tokens", ids->n);
     srv_gen_free(g);
+    return rc;
+}
+
+/* The opening of a call to `name` after the generation prompt of r's messages, up to and
+ * including <|message|>, from the renderer's whole reply. */
+static int opening(const srv_request *r, const char *name, glim_tokens *out, char *why) {
+    glim_tool_call call = {name, "{}"};
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
+    if (continuation(r->messages, r->n_messages, &reply, out, why)) return -1;
+    const int32_t msg = glim_tokenizer_find(TOK, "<|message|>");
+    size_t k = 0;
+    while (k < out->n && out->ids[k] != msg) k++;
+    if (k == out->n) return sprintf(why, "the call to %s has no <|message|>", name), -1;
+    out->n = k + 1;
+    return 0;
+}
+
+/* How many of the reply's first tokens the server put into the prompt for r's tool_choice,
+ * worked out here from the renderer's replies: a named function's whole opening; for "required",
+ * the tokens that every tool's opening starts with. The reply must start with them. */
+static int forced_tokens(const srv_request *r, const glim_tokens *ids, size_t *n, char *why) {
+    *n = 0;
+    if (!r->force_tool && !r->require_tool) return 0;
+    glim_tokens first = {0}, other = {0};
+    int rc = opening(r, r->force_tool ? r->force_tool : r->tools[0].name, &first, why);
+    size_t k = first.n;
+    for (int i = 1; !rc && !r->force_tool && i < r->n_tools; i++) {
+        other.n = 0;
+        rc = opening(r, r->tools[i].name, &other, why);
+        size_t j = 0;
+        while (!rc && j < k && j < other.n && other.ids[j] == first.ids[j]) j++;
+        k = j;
+    }
+    if (!rc && (k > ids->n || memcmp(ids->ids, first.ids, k * sizeof *ids->ids)))
+        rc = -1, sprintf(why, "the reply does not start with the %zu tokens of the forced opening", k);
+    *n = k;
+    glim_tokens_free(&first);
+    glim_tokens_free(&other);
+    return rc;
+}
+
+/* Runs a chat request body, pushing the reply's tokens until the generation ends (after the ones
+ * the request's tool_choice forced: the server put that opening into the prompt). */
+static int run(const char *body, const glim_chat_message *reply, outcome *o) {
+    memset(o, 0, sizeof *o);
+    srv_request r;
+    glim_error err = {0};
+    if (srv_request_parse(&r, SRV_CHAT, body, strlen(body), srv_engine_config(E), &err))
+        return sprintf(o->why, "parse: %s", err.message), -1;
+    glim_tokens ids = {0};
+    size_t from = 0;
+    int rc = continuation(r.messages, r.n_messages, reply, &ids, o->why);
+    if (!rc) rc = forced_tokens(&r, &ids, &from, o->why);
+    if (!rc) rc = push_all(&r, &ids, from, o);
     srv_request_free(&r);
     glim_tokens_free(&ids);
     return rc;
+}
+
+/* The same with the tokens given: what a model that ignores the format (or the forced opening)
+ * might write. */
+static int run_ids(const char *body, const glim_tokens *ids, outcome *o) {
+    memset(o, 0, sizeof *o);
+    srv_request r;
+    glim_error err = {0};
+    if (srv_request_parse(&r, SRV_CHAT, body, strlen(body), srv_engine_config(E), &err))
+        return sprintf(o->why, "parse: %s", err.message), -1;
+    int rc = push_all(&r, ids, 0, o);
+    srv_request_free(&r);
+    return rc;
+}
+
+static void free_outcome(outcome *o) {
+    json_decref(o->response), json_decref(o->end_chunk), json_decref(o->logprobs);
+    o->response = o->end_chunk = o->logprobs = NULL;
 }
 
 static const char *jpath(json_t *j, const char *path) { /* "a.0.b": objects by key, arrays by index */
@@ -252,6 +338,178 @@ static void answer_and_length(void) {
     json_decref(o.response), json_decref(o.end_chunk);
 }
 
+/* ---- tool_choice "required" ------------------------------------------------------------------ */
+
+#define TWO_TOOLS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}," \
+                  "{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]"
+
+static long long prompt_tokens(const outcome *o) {
+    return json_integer_value(json_object_get(json_object_get(o->response, "usage"), "prompt_tokens"));
+}
+
+/* "required": the server forces the opening both tools share (fewer tokens than a named call's,
+ * more than none), the model names the tool, and the call comes back. Without the forced opening
+ * the reply's tokens would not parse as a call; without the check below, a prompt of the same
+ * length as "auto"'s would pass unnoticed. */
+static void required_call(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Time?\"}]," TWO_TOOLS ",\"tool_choice\":\"required\"}";
+    const char *body_auto = "{\"messages\":[{\"role\":\"user\",\"content\":\"Time?\"}]," TWO_TOOLS ",\"tool_choice\":\"auto\"}";
+    glim_tool_call call = {"functions.get_time", "{\"tz\": \"UTC\"}"};
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
+    outcome o, a;
+    if (run(body, &reply, &o) || run(body_auto, &reply, &a)) {
+        CHECK("required_call", 0, "%s%s", o.why, a.why);
+        free_outcome(&o), free_outcome(&a);
+        return;
+    }
+    CHECK("required_call", o.end.n_calls == 1 && !strcmp(o.end.finish, "tool_calls") && !strcmp(o.call_name, "get_time") &&
+              strstr(o.call_args, "UTC") && o.nc == 0,
+          "finish %s, %d calls: %s (%s), content '%.*s'", o.end.finish, o.end.n_calls, o.call_name, o.call_args, (int)o.nc, o.content);
+    /* the forced tokens: what "required" adds to the prompt, fewer than the call's whole opening */
+    glim_tokens open = {0};
+    srv_request r;
+    glim_error err = {0};
+    char why[300] = "";
+    srv_request_parse(&r, SRV_CHAT, body, strlen(body), srv_engine_config(E), &err);
+    int rc = opening(&r, "functions.get_time", &open, why);
+    long long added = prompt_tokens(&o) - prompt_tokens(&a);
+    CHECK("required_opening", !rc && added > 0 && added < (long long)open.n - 1 && o.pushed == a.pushed - added,
+          "%s; the prompt grows by %lld tokens (the named opening has %zu); pushed %d against auto's %d", why, added,
+          open.n, o.pushed, a.pushed);
+    glim_tokens_free(&open);
+    srv_request_free(&r);
+    free_outcome(&o), free_outcome(&a);
+}
+
+/* A reply that is not a call to one of the tools, under "required": an error naming
+ * tool_choice, and no text on the way. */
+static void check_not_a_call(const char *name, int rc, const outcome *o) {
+    CHECK(name, rc && o->status == 500 && strstr(o->why, "'tool_choice' is \"required\"") && !o->emitted && !o->n_lps,
+          "status %d, emitted %d, content '%.*s': %s", o->status, o->emitted, (int)o->nc, o->content, o->why);
+}
+
+static void required_not_a_call(void) {
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," TWO_TOOLS ",\"tool_choice\":\"required\","
+                       "\"logprobs\":true}";
+    glim_error err = {0};
+    outcome o;
+    /* the renderer's plain answer, as a model that ignores the forced opening writes it */
+    glim_chat_message answer = {.role = GLIM_ROLE_ASSISTANT, .content = "Hello! How can I help?"};
+    glim_chat_message hi = {.role = GLIM_ROLE_USER, .content = "hi"};
+    glim_tokens ids = {0};
+    char why[300] = "";
+    if (continuation(&hi, 1, &answer, &ids, why)) {
+        CHECK("required_plain_answer", 0, "%s", why);
+    } else {
+        check_not_a_call("required_plain_answer", run_ids(body, &ids, &o), &o);
+        free_outcome(&o);
+    }
+    /* text straight after the opening: short (the message ends inside its header) and long (the
+     * parser gives up on the header and takes it as the answer) */
+    const char *texts[2] = {"Hi there!", "Sure. Here is a long plain answer that goes on and on without ever naming a tool, "
+                                         "well past the longest header the parser will wait for, and then some more words."};
+    for (int k = 0; k < 2; k++) {
+        glim_tokens t = {0};
+        glim_tokenize(TOK, texts[k], strlen(texts[k]), 0, &t, &err);
+        glim_tokens_push(&t, glim_tokenizer_find(TOK, "<|eot|>"), &err);
+        check_not_a_call(k ? "required_long_text" : "required_short_text", run_ids(body, &t, &o), &o);
+        free_outcome(&o);
+        glim_tokens_free(&t);
+    }
+    /* a call, but to a function that is not in tools */
+    glim_tool_call call = {"functions.get_stock", "{\"s\": \"X\"}"};
+    glim_chat_message stock = {.role = GLIM_ROLE_ASSISTANT, .tool_calls = &call, .n_tool_calls = 1};
+    check_not_a_call("required_unknown_tool", run(body, &stock, &o), &o);
+    free_outcome(&o);
+    glim_tokens_free(&ids);
+}
+
+/* ---- logprobs ----------------------------------------------------------------------------------- */
+
+static size_t token_len(int32_t id) {
+    size_t n = 0;
+    glim_token_bytes(TOK, id, &n);
+    return n;
+}
+
+/* The chat logprobs of a reply whose answer is `content`: exactly the answer's tokens (want, as
+ * the tokenizer splits it, or its first n_want when a stop string cuts it), each reported in the
+ * event whose text completes it (never before, never after), and the JSON: token text, exact
+ * bytes, top_logprobs sorted. */
+static void check_logprobs(const char *name, const outcome *o, const char *content, int n_want, int top) {
+    glim_tokens want = {0};
+    glim_error err = {0};
+    glim_tokenize(TOK, content, strlen(content), 0, &want, &err);
+    if (n_want < 0) n_want = (int)want.n;
+    char why[600] = "";
+    int ok = o->n_lps == n_want && o->same_lps;
+    if (!ok) snprintf(why, sizeof why, "%d tokens reported, %d expected (same at the end: %d)", o->n_lps, n_want, o->same_lps);
+    for (int i = 0; ok && i < n_want; i++) {
+        const srv_logprob *l = &o->lps[i];
+        ok = l->id == want.ids[i] && l->lp <= 0 && l->n_top == top;
+        for (int k = 0; ok && k < top; k++) ok = l->top_lp[k] <= 0 && (!k || l->top_lp[k] <= l->top_lp[k - 1]) && l->top_lp[0] >= l->lp;
+        if (!ok) snprintf(why, sizeof why, "token %d: id %d (expected %d), logprob %g, %d alternatives", i, l->id, want.ids[i], l->lp, l->n_top);
+    }
+    /* when: after each event, the tokens reported are those whose bytes the content holds whole */
+    for (int e = 0; ok && e < o->n_events; e++) {
+        size_t done = 0;
+        int complete = 0;
+        while (complete < n_want && done + token_len(want.ids[complete]) <= o->ev_nc[e]) done += token_len(want.ids[complete++]);
+        ok = o->ev_nlp[e] == complete;
+        if (!ok) snprintf(why, sizeof why, "after event %d (%zu content bytes) %d tokens reported; %d are complete", e, o->ev_nc[e], o->ev_nlp[e], complete);
+    }
+    /* the JSON: {"content": [{token, logprob, bytes, top_logprobs}]}, the bytes exact */
+    json_t *items = json_object_get(o->logprobs, "content");
+    ok = ok && json_is_array(items) && (int)json_array_size(items) == n_want;
+    for (int i = 0; ok && i < n_want; i++) {
+        json_t *it = json_array_get(items, (size_t)i), *bytes = json_object_get(it, "bytes");
+        size_t n = 0;
+        const unsigned char *b = (const unsigned char *)glim_token_bytes(TOK, want.ids[i], &n);
+        ok = json_is_string(json_object_get(it, "token")) && json_is_real(json_object_get(it, "logprob")) &&
+             json_array_size(bytes) == n && (int)json_array_size(json_object_get(it, "top_logprobs")) == top;
+        for (size_t j = 0; ok && j < n; j++) ok = json_integer_value(json_array_get(bytes, j)) == b[j];
+        if (!ok) snprintf(why, sizeof why, "content[%d] %s", i, json_dumps(it, JSON_COMPACT));
+    }
+    CHECK(name, ok, "%s", why);
+    glim_tokens_free(&want);
+}
+
+static void logprobs(void) {
+    outcome o;
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":true,\"top_logprobs\":2}";
+    /* reasoning, then the answer: only the answer's tokens */
+    glim_chat_message reply = {.role = GLIM_ROLE_ASSISTANT, .reasoning = "Greet back.", .content = "Hello! How can I help?"};
+    if (run(body, &reply, &o)) CHECK("logprobs_answer", 0, "%s", o.why);
+    else check_logprobs("logprobs_answer", &o, reply.content, -1, 2);
+    free_outcome(&o);
+    /* a stop string: the tokens it holds back come with the text that follows, its own never */
+    const char *stop = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":true,\"stop\":\"stop here\"}";
+    glim_chat_message cut = {.role = GLIM_ROLE_ASSISTANT, .content = "Hello world, stop here please, more text"};
+    if (run(stop, &cut, &o)) CHECK("logprobs_stop", 0, "%s", o.why);
+    else check_logprobs("logprobs_stop", &o, cut.content, 3, 0); /* "Hello", " world", ","; " stop" is cut */
+    free_outcome(&o);
+    /* tokens that are pieces of a character: reported with the token that completes it; the
+     * JSON's token text is lossy (U+FFFD), its bytes exact */
+    glim_chat_message frak = {.role = GLIM_ROLE_ASSISTANT, .content = "\xF0\x9D\x94\x98\xF0\x9D\x94\xAB ok"};
+    if (run(body, &frak, &o)) {
+        CHECK("logprobs_split_char", 0, "%s", o.why);
+    } else {
+        check_logprobs("logprobs_split_char", &o, frak.content, -1, 2);
+        const char *first = json_string_value(json_object_get(json_array_get(json_object_get(o.logprobs, "content"), 0), "token"));
+        CHECK("logprobs_split_char_text", first && strstr(first, "\xEF\xBF\xBD") && o.n_lps > 4,
+              "the first token's text is '%s' (%d tokens)", first ? first : "(none)", o.n_lps);
+    }
+    free_outcome(&o);
+    /* a tool call: no answer, no logprobs */
+    glim_tool_call call = {"functions.get_time", "{}"};
+    glim_chat_message calls = {.role = GLIM_ROLE_ASSISTANT, .reasoning = "Call.", .tool_calls = &call, .n_tool_calls = 1};
+    const char *tools = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," TWO_TOOLS ",\"logprobs\":true}";
+    if (run(tools, &calls, &o)) CHECK("logprobs_tool_call", 0, "%s", o.why);
+    else CHECK("logprobs_tool_call", o.end.n_calls == 1 && o.n_lps == 0 && json_array_size(json_object_get(o.logprobs, "content")) == 0,
+               "%d calls, %d tokens reported", o.end.n_calls, o.n_lps);
+    free_outcome(&o);
+}
+
 /* Mutated request bodies (bytes flipped, inserted, deleted, cut short) through the parser: each
  * must come back accepted (0) or refused with a 400 and a message, never anything else; under a
  * sanitizer build this is also the check that none of them crashes or leaks. */
@@ -303,7 +561,7 @@ int main(int argc, char **argv) {
                     .samp = glim_sampler_defaults(), .quiet = 1};
     glim_error err = {0};
     E = srv_engine_open(&c, &err);
-    if (!E) {
+    if (!E || glim_tokenizer_load(argv[1], &TOK, &err)) {
         printf("FAIL server_forced_open: %s\n", err.message);
         return 1;
     }
@@ -312,7 +570,11 @@ int main(int argc, char **argv) {
     forced_call();
     stop_string();
     answer_and_length();
+    required_call();
+    required_not_a_call();
+    logprobs();
     parse_mutations();
     srv_engine_close(E);
+    glim_tokenizer_free(TOK);
     return failed;
 }
