@@ -1,6 +1,6 @@
 #!/bin/sh
 # s18_call4.sh (session 18): bench/persist_probe.cu's variants (split even / by counter, barriers
-# on / off, a plain read), then test_cuda_forward under gpu_check's OFF_DEFAULTS 8 times (run 3's
+# on / off, a plain read), then test_cuda_forward under gpu_check's OFF_DEFAULTS 5 times (3 more with the chain test alone) (run 3's
 # chain_bits failure, session 14's again: how often). Carry .deps, build/src/cuda.
 cd "$(dirname "$0")/../.." || exit 1
 export OUT
@@ -10,17 +10,17 @@ rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
 scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 OFF="GLIM_CUDA_LATE_NORM=0 GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0 GLIM_CUDA_TMA=0 GLIM_CUDA_LATE_RING=1 GLIM_CUDA_PF=8 GLIM_CUDA_ATT_TRIG=0 GLIM_CUDA_I8=0 GLIM_CUDA_ATT_MMA=0 GLIM_CUDA_ATT_PMERGE=0 GLIM_CUDA_ATT_PACK=0"
 : > $OUT/chain.log
-for i in 1 2 3 4 5 6 7 8; do
+for i in 1 2 3 4 5; do
   echo "== run $i OFF_DEFAULTS" >> $OUT/chain.log
   env $OFF GLIM_REQUIRE_CUDA=1 timeout 60 build/tests/test_cuda_forward >> $OUT/chain.log 2>&1
 done
-for i in 1 2 3 4; do
+for i in 1 2 3; do
   echo "== run $i OFF_DEFAULTS, chain_bits alone" >> $OUT/chain.log
   env $OFF CHECK_ONLY=chain_bits GLIM_REQUIRE_CUDA=1 timeout 60 build/tests/test_cuda_forward >> $OUT/chain.log 2>&1
 done
 grep -E "^==|^FAIL|differs" $OUT/chain.log | head -40
 # uninitialized device memory read by the chain (a fresh process's memory is zeros; the full
 # file reuses earlier tests' memory): compute-sanitizer's initcheck on the chain test alone
-env $OFF CHECK_ONLY=chain_bits GLIM_REQUIRE_CUDA=1 timeout 150 compute-sanitizer --tool initcheck --print-limit 20 build/tests/test_cuda_forward > $OUT/initcheck.log 2>&1
+env $OFF CHECK_ONLY=chain_bits GLIM_REQUIRE_CUDA=1 timeout 100 compute-sanitizer --tool initcheck --print-limit 20 build/tests/test_cuda_forward > $OUT/initcheck.log 2>&1
 echo "initcheck rc=$?"; grep -E "ERROR SUMMARY|Uninitialized|at 0x|by thread" $OUT/initcheck.log | head -12
-tar czf /tmp/r.tgz -C "$OUT" . && rm -rf "$OUT"/* && mv /tmp/r.tgz "$OUT/r.tgz"
+# five files come back as they are (the tool returns up to 8)
