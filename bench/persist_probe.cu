@@ -18,8 +18,9 @@
  *     "prologue" (a spin of the step's measured prologue time x F in the consumers; attention's
  *     time x F likewise) while the producer goes on filling the ring;
  *   - the time per token against bytes / copy bandwidth (read + written, as `glimmer bench`).
- * Variants: each block's share of a product an even split ("even") or taken in grabs of 4 slots
- * from a counter per product ("counter": faster SMs take more); the grid barriers on or off (off:
+ * Variants: each block's share of a product an even split ("even"), taken in grabs of 4 slots
+ * from a counter per product ("counter": faster SMs take more) or the same grabs dealt round
+ * robin ("dealt": the counter's address pattern without its balance); the grid barriers on or off (off:
  * the stream alone, steps back to back); and a plain read of the buffer (k_read) as the best a
  * stream of these bytes does. The slots carry their byte counts, a count of 0 ending a step.
  * Build and run on the GPU machine:
@@ -45,7 +46,8 @@ struct Args {
     const unsigned char *w;
     Step step[MAX_STEPS];
     int nsteps, ns, ch, k;
-    int dyn;             /* 1: blocks take chunks of each product from a counter (cnt[step]) */
+    int dyn;             /* 1: blocks take chunks of each product from a counter (cnt[step]); 2:
+                            the same grabs dealt round robin (block b takes b, b + nb, ..) */
     int bars;            /* 0: no grid barrier between steps (the stream alone) */
     unsigned *bar;       /* the grid barrier's count, monotonic within a launch */
     unsigned *cnt;       /* per step: chunks taken (dyn) */
@@ -116,8 +118,9 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
             const unsigned long long bytes = a.step[s].bytes;
             if (a.dyn) { /* grabs of 4 slots, so a counter's round trip is paid per 4 copies */
                 const unsigned grab = 4u * a.ch;
-                for (;;) {
-                    const unsigned long long p0 = (unsigned long long)atomicAdd(&a.cnt[s], 1u) * grab;
+                for (unsigned next = blockIdx.x;; next += gridDim.x) {
+                    const unsigned g = a.dyn == 1 ? atomicAdd(&a.cnt[s], 1u) : next;
+                    const unsigned long long p0 = (unsigned long long)g * grab;
                     if (p0 >= bytes) break;
                     const unsigned long long p1 = p0 + grab < bytes ? p0 + grab : bytes;
                     for (unsigned long long p = p0; p < p1; p += a.ch)
@@ -283,12 +286,11 @@ int main(int argc, char **argv) {
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     CK(cudaFuncSetAttribute(k_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
     struct { int dyn, bars, nw, ns, ch, k; double f; } cfg[] = {
-        {0, 1, 8, 12, 16384, 0, 0.0},  {0, 0, 8, 12, 16384, 0, 0.0},  {1, 0, 8, 12, 16384, 0, 0.0},
-        {1, 1, 8, 12, 16384, 0, 0.0},  {0, 1, 8, 12, 16384, 0, 1.0},  {1, 1, 8, 12, 16384, 0, 1.0},
-        {1, 1, 8, 12, 16384, 0, 0.5},  {0, 0, 8, 12, 16384, 0, 1.0},  {1, 1, 16, 12, 16384, 32, 1.0},
-        {1, 1, 16, 12, 16384, 32, 0.0}, {0, 0, 8, 4, 16384, 0, 0.0},  {0, 0, 8, 24, 8192, 0, 0.0},
-        {0, 0, 4, 12, 16384, 0, 0.0},  {0, 0, 16, 12, 16384, 0, 0.0}, {1, 1, 8, 24, 8192, 0, 0.0},
-        {0, 1, 8, 12, 16384, 0, 0.0},
+        {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
+        {0, 0, 8, 24, 8192, 0, 0.0},  {2, 0, 8, 24, 8192, 0, 0.0},  {1, 0, 8, 24, 8192, 0, 0.0},
+        {0, 0, 8, 4, 16384, 0, 0.0},  {2, 0, 8, 4, 16384, 0, 0.0},  {2, 1, 8, 12, 16384, 0, 0.0},
+        {1, 1, 8, 12, 16384, 0, 0.0}, {2, 1, 8, 12, 16384, 0, 1.0}, {1, 1, 8, 12, 16384, 0, 1.0},
+        {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
     };
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.dyn = cfg[c].dyn, a.bars = cfg[c].bars;
@@ -322,7 +324,7 @@ int main(int argc, char **argv) {
             if (t) sum += ms;
         }
         const double ms = sum / tokens;
-        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", a.dyn ? "counter" : "even",
+        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", a.dyn == 1 ? "counter" : a.dyn ? "dealt" : "even",
                a.bars ? "yes" : "no", cfg[c].nw, a.ns, a.ch / 1024, a.k, cfg[c].f, ms, 1e3 / ms,
                100.0 * floor_ms / ms);
         fflush(stdout);
