@@ -20,7 +20,9 @@
  *   - the time per token against bytes / copy bandwidth (read + written, as `glimmer bench`).
  * Variants: each block's share of a product an even split ("even"), taken in grabs of 4 slots
  * from a counter per product ("counter": faster SMs take more) or the same grabs dealt round
- * robin ("dealt": the counter's address pattern without its balance); the grid barriers on or off (off:
+ * robin ("dealt": the counter's address pattern without its balance) or the even share cut into
+ * 16 ranges streamed in turn ("16 ranges": the decode's pattern, each warp its own range); the
+ * grid barriers on or off (off:
  * the stream alone, steps back to back); and a plain read of the buffer (k_read) as the best a
  * stream of these bytes does. The slots carry their byte counts, a count of 0 ending a step.
  * Build and run on the GPU machine:
@@ -47,7 +49,9 @@ struct Args {
     Step step[MAX_STEPS];
     int nsteps, ns, ch, k;
     int dyn;             /* 1: blocks take chunks of each product from a counter (cnt[step]); 2:
-                            the same grabs dealt round robin (block b takes b, b + nb, ..) */
+                            the same grabs dealt round robin (block b takes b, b + nb, ..); 3:
+                            the even share cut into 16 contiguous ranges, a chunk of each in
+                            turn (the decode's 16 warps, each its own range) */
     int bars;            /* 0: no grid barrier between steps (the stream alone) */
     unsigned *bar;       /* the grid barrier's count, monotonic within a launch */
     unsigned *cnt;       /* per step: chunks taken (dyn) */
@@ -116,7 +120,7 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
         for (int s = 0; s < a.nsteps; s++) {
             const unsigned char *base = a.w + a.step[s].off;
             const unsigned long long bytes = a.step[s].bytes;
-            if (a.dyn) { /* grabs of 4 slots, so a counter's round trip is paid per 4 copies */
+            if (a.dyn == 1 || a.dyn == 2) { /* grabs of 4 slots: a counter round trip per 4 copies */
                 const unsigned grab = 4u * a.ch;
                 for (unsigned next = blockIdx.x;; next += gridDim.x) {
                     const unsigned g = a.dyn == 1 ? atomicAdd(&a.cnt[s], 1u) : next;
@@ -125,6 +129,23 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
                     const unsigned long long p1 = p0 + grab < bytes ? p0 + grab : bytes;
                     for (unsigned long long p = p0; p < p1; p += a.ch)
                         ring_copy(a, r, base + p, (unsigned)(p1 - p < (unsigned)a.ch ? p1 - p : a.ch), pol);
+                }
+            } else if (a.dyn == 3) {
+                unsigned long long lo, hi, wlo[16], whi[16];
+                share_of(bytes, blockIdx.x, gridDim.x, &lo, &hi);
+                for (int w = 0; w < 16; w++) {
+                    share_of(hi - lo, w, 16, &wlo[w], &whi[w]);
+                    wlo[w] += lo, whi[w] += lo;
+                }
+                for (int left = 1; left;) {
+                    left = 0;
+                    for (int w = 0; w < 16; w++)
+                        if (wlo[w] < whi[w]) {
+                            const unsigned n = (unsigned)(whi[w] - wlo[w] < (unsigned)a.ch ? whi[w] - wlo[w] : a.ch);
+                            ring_copy(a, r, base + wlo[w], n, pol);
+                            wlo[w] += n;
+                            left = 1;
+                        }
                 }
             } else {
                 unsigned long long lo, hi;
@@ -291,6 +312,8 @@ int main(int argc, char **argv) {
         {0, 0, 8, 4, 16384, 0, 0.0},  {2, 0, 8, 4, 16384, 0, 0.0},  {2, 1, 8, 12, 16384, 0, 0.0},
         {1, 1, 8, 12, 16384, 0, 0.0}, {2, 1, 8, 12, 16384, 0, 1.0}, {1, 1, 8, 12, 16384, 0, 1.0},
         {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
+        {3, 0, 8, 32, 2048, 0, 0.0},  {0, 0, 8, 32, 2048, 0, 0.0},  {1, 0, 8, 32, 2048, 0, 0.0},
+        {3, 0, 8, 64, 2048, 0, 0.0},  {3, 0, 8, 24, 8192, 0, 0.0},
     };
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.dyn = cfg[c].dyn, a.bars = cfg[c].bars;
@@ -324,7 +347,7 @@ int main(int argc, char **argv) {
             if (t) sum += ms;
         }
         const double ms = sum / tokens;
-        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", a.dyn == 1 ? "counter" : a.dyn ? "dealt" : "even",
+        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", a.dyn == 1 ? "counter" : a.dyn == 2 ? "dealt" : a.dyn ? "16 ranges" : "even",
                a.bars ? "yes" : "no", cfg[c].nw, a.ns, a.ch / 1024, a.k, cfg[c].f, ms, 1e3 / ms,
                100.0 * floor_ms / ms);
         fflush(stdout);
