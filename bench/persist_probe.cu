@@ -314,6 +314,8 @@ int main(int argc, char **argv) {
         {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
         {3, 0, 8, 32, 2048, 0, 0.0},  {0, 0, 8, 32, 2048, 0, 0.0},  {1, 0, 8, 32, 2048, 0, 0.0},
         {3, 0, 8, 64, 2048, 0, 0.0},  {3, 0, 8, 24, 8192, 0, 0.0},
+        /* the arithmetic budget: how many ops per 16-byte word before the stream slows */
+        {1, 1, 16, 12, 16384, 8, 0.0}, {1, 1, 16, 12, 16384, 16, 0.0}, {1, 1, 16, 12, 16384, 24, 0.0},
     };
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.dyn = cfg[c].dyn, a.bars = cfg[c].bars;
