@@ -32,11 +32,20 @@
  * fraction of the floor. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cuda/gcu.cuh"
 
 enum { MAX_STEPS = 52 * 5 + 1 };
+
+/* How a product's bytes are dealt out to the blocks. */
+enum Split {
+    SPLIT_EVEN,    /* each block one contiguous even share */
+    SPLIT_COUNTER, /* grabs of 4 slots taken from a counter per product (cnt[step]) */
+    SPLIT_DEALT,   /* the same grabs dealt round robin (block b takes b, b + nb, ..) */
+    SPLIT_RANGES,  /* the even share cut into 16 contiguous ranges, a chunk of each in turn
+                      (the decode's 16 warps, each its own range) */
+};
+static const char *const split_name[] = {"even", "counter", "dealt", "16 ranges"};
 
 struct Step {
     unsigned long long off;   /* byte offset of the product in the weight buffer */
@@ -48,13 +57,10 @@ struct Args {
     const unsigned char *w;
     Step step[MAX_STEPS];
     int nsteps, ns, ch, k;
-    int dyn;             /* 1: blocks take chunks of each product from a counter (cnt[step]); 2:
-                            the same grabs dealt round robin (block b takes b, b + nb, ..); 3:
-                            the even share cut into 16 contiguous ranges, a chunk of each in
-                            turn (the decode's 16 warps, each its own range) */
+    int split;           /* enum Split */
     int bars;            /* 0: no grid barrier between steps (the stream alone) */
     unsigned *bar;       /* the grid barrier's count, monotonic within a launch */
-    unsigned *cnt;       /* per step: chunks taken (dyn) */
+    unsigned *cnt;       /* per step: grabs taken (SPLIT_COUNTER) */
     unsigned long long *sink;
 };
 
@@ -120,17 +126,17 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
         for (int s = 0; s < a.nsteps; s++) {
             const unsigned char *base = a.w + a.step[s].off;
             const unsigned long long bytes = a.step[s].bytes;
-            if (a.dyn == 1 || a.dyn == 2) { /* grabs of 4 slots: a counter round trip per 4 copies */
+            if (a.split == SPLIT_COUNTER || a.split == SPLIT_DEALT) { /* grabs of 4 slots: a counter round trip per 4 copies */
                 const unsigned grab = 4u * a.ch;
                 for (unsigned next = blockIdx.x;; next += gridDim.x) {
-                    const unsigned g = a.dyn == 1 ? atomicAdd(&a.cnt[s], 1u) : next;
+                    const unsigned g = a.split == SPLIT_COUNTER ? atomicAdd(&a.cnt[s], 1u) : next;
                     const unsigned long long p0 = (unsigned long long)g * grab;
                     if (p0 >= bytes) break;
                     const unsigned long long p1 = p0 + grab < bytes ? p0 + grab : bytes;
                     for (unsigned long long p = p0; p < p1; p += a.ch)
                         ring_copy(a, r, base + p, (unsigned)(p1 - p < (unsigned)a.ch ? p1 - p : a.ch), pol);
                 }
-            } else if (a.dyn == 3) {
+            } else if (a.split == SPLIT_RANGES) {
                 unsigned long long lo, hi, wlo[16], whi[16];
                 share_of(bytes, blockIdx.x, gridDim.x, &lo, &hi);
                 for (int w = 0; w < 16; w++) {
@@ -306,7 +312,8 @@ int main(int argc, char **argv) {
     printf("| split | barriers | warps | ring | K | F | ms/token | tok/s | of floor |\n"
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     CK(cudaFuncSetAttribute(k_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
-    struct { int dyn, bars, nw, ns, ch, k; double f; } cfg[] = {
+    /* split (enum Split), barriers, consumer warps, slots, slot bytes, K, F */
+    struct { int split, bars, nw, ns, ch, k; double f; } cfg[] = {
         {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
         {0, 0, 8, 24, 8192, 0, 0.0},  {2, 0, 8, 24, 8192, 0, 0.0},  {1, 0, 8, 24, 8192, 0, 0.0},
         {0, 0, 8, 4, 16384, 0, 0.0},  {2, 0, 8, 4, 16384, 0, 0.0},  {2, 1, 8, 12, 16384, 0, 0.0},
@@ -318,7 +325,7 @@ int main(int argc, char **argv) {
         {1, 1, 16, 12, 16384, 8, 0.0}, {1, 1, 16, 12, 16384, 16, 0.0}, {1, 1, 16, 12, 16384, 24, 0.0},
     };
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-        a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.dyn = cfg[c].dyn, a.bars = cfg[c].bars;
+        a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.split = cfg[c].split, a.bars = cfg[c].bars;
         a.nsteps = 0;
         unsigned long long off = 0;
         for (int l = 0; l < L; l++) {
@@ -349,7 +356,7 @@ int main(int argc, char **argv) {
             if (t) sum += ms;
         }
         const double ms = sum / tokens;
-        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", a.dyn == 1 ? "counter" : a.dyn == 2 ? "dealt" : a.dyn ? "16 ranges" : "even",
+        printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", split_name[a.split],
                a.bars ? "yes" : "no", cfg[c].nw, a.ns, a.ch / 1024, a.k, cfg[c].f, ms, 1e3 / ms,
                100.0 * floor_ms / ms);
         fflush(stdout);
