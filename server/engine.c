@@ -547,9 +547,9 @@ static int prompt_ids(srv_engine *e, const srv_request *r, glim_tokens *t, int *
 
 /* Whether a call's name (with or without the "functions." namespace) is one of the request's tools. */
 static int declared(const srv_gen *g, const char *name) {
-    if (!strncmp(name, "functions.", 10)) name += 10;
+    name = srv_client_tool_name(name);
     for (int i = 0; i < g->n_tools; i++)
-        if (!strcmp(g->tools[i].name + 10, name)) return 1; /* tools[] names are "functions.X" */
+        if (!strcmp(srv_client_tool_name(g->tools[i].name), name)) return 1;
     return 0;
 }
 
@@ -656,8 +656,7 @@ static int take_calls(srv_gen *g, const glim_chat_result *res) {
     if (!g->calls) return -1;
     for (int i = 0; i < res->n_calls; i++) {
         srv_call *c = &g->calls[g->n_calls++];
-        const char *name = res->calls[i].name;
-        if (!strncmp(name, "functions.", 10)) name += 10;
+        const char *name = srv_client_tool_name(res->calls[i].name);
         unsigned char b[12];
         if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) memset(b, i, sizeof b);
         c->id = malloc(5 + 2 * sizeof b + 1);

@@ -46,11 +46,17 @@ static char *own(srv_request *r, char *s) {
     return r->owned[r->n_owned++] = s;
 }
 
+#define TOOL_NS "functions."
+
 /* A tool's name as the chat format writes it: OpenAI functions live in the "functions" namespace. */
 static char *tool_name(srv_request *r, const char *name) {
-    char *s = malloc(strlen(name) + sizeof "functions.");
-    if (s) sprintf(s, "functions.%s", name);
+    char *s = malloc(strlen(name) + sizeof TOOL_NS);
+    if (s) sprintf(s, TOOL_NS "%s", name);
     return own(r, s);
+}
+
+const char *srv_client_tool_name(const char *name) {
+    return strncmp(name, TOOL_NS, sizeof TOOL_NS - 1) ? name : name + sizeof TOOL_NS - 1;
 }
 
 /* ---- fields ---------------------------------------------------------------------------------- */
@@ -294,7 +300,7 @@ static int tools_of(srv_request *r, json_t *o, glim_error *err) {
             return FAIL("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
                         "\"function\": {\"name\": ...}}");
         for (int i = 0; i < r->n_tools && !r->force_tool; i++)
-            if (!strcmp(r->tools[i].name + 10, name)) r->force_tool = r->tools[i].name;
+            if (!strcmp(srv_client_tool_name(r->tools[i].name), name)) r->force_tool = r->tools[i].name;
         if (!r->force_tool) return FAIL("'tool_choice' names '%s', which is not in 'tools'", name);
     } else if (choice && strcmp(choice, "auto") && strcmp(choice, "required")) {
         return FAIL("'tool_choice' '%s': expected \"none\", \"auto\", \"required\" or a function", choice);

@@ -78,6 +78,9 @@ typedef struct srv_request {
 int srv_request_parse(srv_request *r, int kind, const char *body, size_t len, const srv_config *cfg,
                       glim_error *err);
 void srv_request_free(srv_request *r);
+/* A tool's name as the client declared it: the chat format's name ("functions.X", OpenAI
+ * functions live in the "functions" namespace) without its namespace; other names as they are. */
+const char *srv_client_tool_name(const char *name);
 
 /* ---- generation (engine.c) ---------------------------------------------------------------- */
 
