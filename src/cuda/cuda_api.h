@@ -139,6 +139,10 @@ typedef struct gcu_options {
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
                            --variants; GLIM_CUDA_DIAG_WINDOW, 0: off) */
+    int diag_ring; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings are fed otherwise
+                      than the products need (DmvArgs.diag_ring): 1 and 2 other address
+                      patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
+                      bytes at all (the loops' own compute ceiling); GLIM_CUDA_DIAG_RING, 0: off */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

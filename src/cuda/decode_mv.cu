@@ -310,6 +310,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->defer_merge = c->defer_merge;
     const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
     if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
+    d->diag_ring = c->diag_ring;
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||

@@ -58,6 +58,17 @@ struct DmvArgs {
      * a few MB that stay in L2, so a decode runs as if weight bytes were free: the loops' compute
      * ceiling. The products are wrong. */
     long long diag_window;
+    /* k_dmv_tma, timing diagnostics (gcu_dmv_call.diag_ring); the products are wrong. 0: off.
+     * 1, 2: does the address pattern of the grid's streams cost bandwidth (bench/persist_probe.cu:
+     * 132 contiguous shares streamed at 77 % of the floor, the same bytes dealt round robin in
+     * 64 KB pieces at 93 %)? 1: a warp's chunk c is the matrix's chunk c x (the grid's warps) +
+     * the warp's index, so the grid reads one window that moves through the matrix; 2: the same
+     * over the warps of an owner of row blocks, inside its own rows. Each warp reads as many
+     * bytes as its own units. 3: what the row blocks' granularity costs: an owner with more than
+     * the mean share of units (e.g. o_proj: 416 row blocks on 132 blocks, 3 or 4 each) stops at
+     * the mean. 4: the loops' compute ceiling: no bytes are copied, each slot's barrier completes
+     * at once and the loop computes on whatever the ring holds. */
+    int diag_ring;
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

@@ -57,8 +57,25 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const uint4 *nsrc = a.w + (d.diag_window ? (size_t)u0 * uw % d.diag_window : (size_t)u0 * uw);
     int nleft = n; /* units not yet requested */
     const size_t cstep = (size_t)C * uw;
+    /* d.diag_ring 1, 2 (timing diagnostics, see DmvArgs): the chunks' sources dealt over the
+     * grid's (1) or the owner's (2) warps, wrapping inside the matrix (or the owner's rows) */
+    const int deal = d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
+    const uint4 *dbase = deal == 2 ? a.w + (size_t)bu0 * uw : a.w;
+    const unsigned dn = deal == 2 ? (unsigned)nw : gridDim.x * DMV_WARPS, dw = deal == 2 ? ow : wg;
+    const unsigned dtc = (unsigned)((deal == 2 ? bun : a.nunits) / C); /* whole chunks in the area */
+    unsigned dnext = dw; /* the next chunk's index in the area */
     auto request = [&](int slot) {
         const unsigned bytes = (unsigned)min(C, nleft) * ub;
+        if (deal && dtc > 0) {
+            while (dnext >= dtc) dnext -= dtc;
+            nsrc = dbase + (size_t)dnext * cstep;
+            dnext += dn;
+        }
+        if (d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
+            gcu_mbar_expect_tx(&r.bar[slot], 0);
+            nleft -= C;
+            return;
+        }
         gcu_mbar_expect_tx(&r.bar[slot], bytes);
         gcu_bulk_g2s(r.base + slot * cstep, nsrc, bytes, &r.bar[slot], pol);
         nsrc += cstep;

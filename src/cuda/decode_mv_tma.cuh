@@ -162,6 +162,8 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
             const long long r1 = d.front ? r0 + q + (o < e) : mv_muldiv(R, o + 1, no);
             *bu0 = r0 * a.nspan;
             *bun = (r1 - r0) * a.nspan;
+            /* d.diag_ring 3 (a timing diagnostic): an owner above the mean share stops there */
+            if (d.diag_ring == 3) *bun = min(*bun, (a.nunits + no - 1) / no);
             *u0 = (int)(*bu0 + mv_muldiv(*bun, ow, nw));
             *u1 = (int)(*bu0 + mv_muldiv(*bun, ow + 1, nw));
         }

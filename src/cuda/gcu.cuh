@@ -210,6 +210,7 @@ typedef struct gcu_dmv_call {
     int diag_window_mb;        /* k_dmv_tma: weights read from this many MB at the matrix's start
                                   (DmvArgs.diag_window; timing only, the products are wrong);
                                   0: off */
+    int diag_ring;             /* k_dmv_tma: DmvArgs.diag_ring (timing only); 0: off */
 } gcu_dmv_call;
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */
