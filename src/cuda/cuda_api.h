@@ -114,6 +114,11 @@ typedef struct gcu_options {
                        blocks, its warps merging split ones in shared memory, instead of
                        stream-K ranges over the grid merged through global memory
                        (GLIM_CUDA_BLOCK_ROWS, 31: all) */
+    int tail_split; /* with block_rows: the products in this mask (2 o_proj, 8 down: those whose
+                       consumer is a RESID prologue on the ring) cut the row blocks left over
+                       from an even share along the input over every block, the consumer's
+                       prologue adding their sums (decode_mv_tma.cuh: TmaTail), instead of
+                       giving them whole to the first blocks (GLIM_CUDA_TAIL_SPLIT, 0) */
     int front_rows; /* with block_rows: the row blocks left over from an even share go to the
                        first blocks, which the hardware starts first, on the SMs the previous
                        kernel leaves first (GLIM_CUDA_FRONT_ROWS, default 1; 0: spread evenly) */
@@ -219,6 +224,8 @@ glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error 
 long gcu_dmv_chain_count(void);
 /* Decode matvec launches enqueued with a flag wait (GLIM_CUDA_FLAG_WAIT), likewise. */
 long gcu_dmv_flag_count(void);
+/* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
+long gcu_dmv_tail_count(void);
 
 /* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
 

@@ -311,6 +311,14 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
     if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
     d->diag_ring = c->diag_ring;
+    d->tail_part = c->tail_part;
+    d->tail_P = c->tail_P;
+    d->tin_part = c->tin.part;
+    d->tin_row0 = c->tin.row0;
+    d->tin_no = c->tin.no;
+    d->tin_nspan = c->tin.nspan;
+    d->tin_P = c->tin.P;
+    d->tin_U = c->tin.U;
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
@@ -427,8 +435,56 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->flag_arrive = c->flag_arrive;
     d->flag_wait = c->flag_wait;
     d->flag_need = (unsigned)c->flag_need;
+    /* GLIM_CUDA_TAIL_SPLIT: both sides live on the shared-memory ring only (TmaTail) */
+    if (c->tail_part && (!sm || d->bblocks == 0 || c->epi != GCU_EPI_STORE || c->diag_ring))
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: a split tail needs a plain product on the "
+                         "shared-memory ring with whole row blocks per block (GLIM_CUDA_BLOCK_ROWS)");
+    if (c->tin.part && (!sm || c->pro == GCU_PRO_RAW || c->tin.row0 < 0 || c->tin.row0 > c->K))
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: the sums of a split tail need a consumer "
+                         "on the shared-memory ring with a RESID or NORM prologue");
     *fn_out = fn;
     return GLIM_OK;
+}
+
+/* The split tail of a producer call (k_dmv_tma's TmaTail): its owners, and the most owners any
+ * leftover row block is cut between (P, the slots per row block). 0 when the call has no
+ * leftover row blocks (or fewer leftover units than owners), is not on the ring with whole row
+ * blocks per block, or its slots would not fit part_floats. The index arithmetic was checked
+ * by simulation for the 30B shapes and small cases (every unit read once, every row summed
+ * once; bench/wip/tail_split_sim.py). */
+extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, gcu_tail *t) {
+    const void *fn;
+    DmvArgs d;
+    int blocks;
+    size_t smem;
+    glim_error err;
+    gcu_dmv_call plain = *c;
+    plain.tail_part = NULL;
+    memset(t, 0, sizeof *t);
+    if (c->epi != GCU_EPI_STORE || c->diag_ring || dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) != GLIM_OK ||
+        !smem || d.bblocks == 0)
+        return 0;
+    const int own = d.cluster_rows ? d.cluster : 1, no = (d.bblocks + own - 1) / own;
+    const int R = c->m->nrb, nspan = c->m->f.nspan, q = R / no, e = R - q * no;
+    const long long U = (long long)e * nspan;
+    /* fewer leftover units than owners would leave some owner of a row block's span without a
+     * unit of it, and its slot unwritten */
+    if (e == 0 || U < no) return 0;
+    int P = 1;
+    for (int r = 0; r < e; r++) {
+        /* owners of the row block's first and last unit (owner o: [U o / no, U (o+1) / no)) */
+        const long long x0 = (long long)r * nspan, x1 = x0 + nspan - 1;
+        const int of = (int)(((x0 + 1) * no - 1) / U), ol = (int)(((x1 + 1) * no - 1) / U);
+        if (ol - of + 1 > P) P = ol - of + 1;
+    }
+    if ((size_t)e * P * 16 > part_floats) return 0;
+    t->part = part;
+    t->row0 = q * no * 16;
+    t->no = no;
+    t->nspan = nspan;
+    t->P = P;
+    t->U = U;
+    return 1;
 }
 
 extern "C" int gcu_dmv_blocks(const gcu_dmv_call *c) {
@@ -449,6 +505,8 @@ extern "C" int gcu_dmv_flags_ok(const gcu_dmv_call *c) {
 
 static long flag_count; /* launches enqueued with a flag wait (gcu_dmv_flag_count) */
 extern "C" long gcu_dmv_flag_count(void) { return flag_count; }
+static long tail_count; /* launches enqueued with a split tail (gcu_dmv_tail_count) */
+extern "C" long gcu_dmv_tail_count(void) { return tail_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -462,6 +520,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                                      args),
                   "decode matvec launch", err);
     if (s == GLIM_OK && d.flag_wait) flag_count++;
+    if (s == GLIM_OK && d.tail_part) tail_count++;
     return s;
 }
 

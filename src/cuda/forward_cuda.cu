@@ -25,6 +25,10 @@ extern "C" {
 
 /* ---- options and progress ----------------------------------------------------------------- */
 
+/* Floats of one split tail's slots (gcu_dmv_tail_plan): e leftover row blocks x P owners each
+ * x 16 rows stays under 4 x the owners x 16, and there are at most as many owners as SMs */
+#define GCU_TAIL_FLOATS (4 * 1024 * 16)
+
 static int env_int(const char *name, int def) {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : def;
@@ -85,6 +89,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
     o.block_rows = env_int("GLIM_CUDA_BLOCK_ROWS", 31);
+    o.tail_split = env_int("GLIM_CUDA_TAIL_SPLIT", 0);
     /* session 12: 161.8 against 160.8 tok/s (run 3, one process), 166.7 against 165.1 (run 7,
      * with the leftover row blocks on the first blocks) */
     o.cluster_rows = env_int("GLIM_CUDA_CLUSTER_ROWS", 1);
@@ -463,7 +468,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->flag_slot, s->dyn_cnt, s->act_dig};
+                    s->flag_slot, s->dyn_cnt, s->act_dig, s->tail_o, s->tail_d};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -535,6 +540,8 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->flag_slot, 0, 16), "memset", err);
     DA(s->dyn_cnt, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
+    DA(s->tail_o, 4ull * GCU_TAIL_FLOATS);
+    DA(s->tail_d, 4ull * GCU_TAIL_FLOATS);
     int max_span = 1;
     for (int l = 0; l < g->L; l++)
         if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
@@ -958,6 +965,18 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
     return st;
 }
 
+/* GLIM_CUDA_TAIL_SPLIT for the producer p (o_proj or down) if its bit is in the mask: its
+ * leftover row blocks' sums go to `part`, and what its consumer must add comes back in *t
+ * (t->part NULL: the producer writes every row as usual). Not with hooks or tensor
+ * parallelism: they read or all-reduce the producer's output rows themselves. */
+static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gcu_tail *t) {
+    memset(t, 0, sizeof *t);
+    if (!(s->m->opt.tail_split & dmv_product_bit(kind)) || s->hooks || s->allreduce) return;
+    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, t)) return;
+    p->tail_part = part;
+    p->tail_P = t->P;
+}
+
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
  * previous layer's FFN residual add), gate/up reads h2 (h at layer 0) and writes h.
  * With hooks the FFN residual add is a kernel of its own at the end of the layer (h2 -> h, the
@@ -977,19 +996,25 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
+    if (l > 0 && !hooked) q.tin = s->tail_down; /* the previous down's split tail, if any */
+    s->tail_down.part = NULL;
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
+    gcu_tail o_tail;
+    tail_link(s, &o, GCU_TLK_O, s->tail_o, &o_tail);
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
+    gu.tin = o_tail;
     gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                                  GCU_EPI_STORE, s->dout, Hd);
+    tail_link(s, &down, GCU_TLK_DOWN, s->tail_d, &s->tail_down);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
@@ -1041,6 +1066,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
      * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
     s->flags_now = s->flags && !s->hooks && !s->allreduce;
     s->flag_pend = NULL;
+    s->tail_down.part = NULL;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st == GLIM_OK && s->hooks)
         st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
@@ -1049,6 +1075,8 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
         gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
                                      g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits,
                                      g->vocab);
+        head.tin = s->tail_down;
+        s->tail_down.part = NULL;
         if (s->flags_now) /* the token's last launch: it waits on the last down, arrives nowhere */
             flag_link(s, &head.flag_wait, &head.flag_need, NULL, 0);
         st = gcu_dmv_launch(&head, s->st, err);

@@ -127,6 +127,12 @@ glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err
 
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
+typedef struct gcu_tail {
+    float *part;
+    int row0, no, nspan, P;
+    long long U;
+} gcu_tail;
+
 typedef struct gcu_dmv_call {
     const gcu_mat *m;
     int pro;                   /* GCU_PRO_*: how the input row is made */
@@ -211,7 +217,17 @@ typedef struct gcu_dmv_call {
                                   (DmvArgs.diag_window; timing only, the products are wrong);
                                   0: off */
     int diag_ring;             /* k_dmv_tma: DmvArgs.diag_ring (timing only); 0: off */
+    /* GLIM_CUDA_TAIL_SPLIT (k_dmv_tma with block_rows, decode_mv_tma.cuh: TmaTail): a producer's
+     * row blocks past the owners' last whole share are cut along the input over every owner,
+     * whose sums go to tail.part (the rows are not written to out); its consumer (RESID/NORM
+     * on the ring) adds them in owner order from `tin`. gcu_dmv_tail_plan fills both. */
+    float *tail_part;
+    int tail_P;
+    gcu_tail tin; /* the consumer's side (tin.part NULL: off) */
 } gcu_dmv_call;
+/* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
+ * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
+int gcu_dmv_tail_plan(const gcu_dmv_call *producer, float *part, size_t part_floats, gcu_tail *t);
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */
 void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const float *src, const float *h_in, float *h_out,
