@@ -498,10 +498,30 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
 /* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
  * sigmoid of its gate (elements 4 d4 .. of the head's gate in the qkvg row), stored to aout
  * (and to out when out != NULL). */
+/* Four gate rows from qkvg row element gi on (a multiple of 4) that the split tail left in slots
+ * (a.gin, decode_mv_tma.cuh: TmaTail): the owners' slots added in owner order. */
+static __device__ __noinline__ float4 at_tail_gate(const gcu_attn_call &a, int gi) {
+    const gcu_tail &t = a.gin;
+    const int r = (gi - t.row0) / 16, g = (gi - t.row0) % 16;
+    const long long x0 = (long long)r * t.nspan, x1 = x0 + t.nspan - 1;
+    const int of = (int)(((x0 + 1) * t.no - 1) / t.U), ol = (int)(((x1 + 1) * t.no - 1) / t.U);
+    const float *p = t.part + (size_t)r * t.P * 16 + g;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int o = of; o <= ol; o++) {
+        const float4 x = __ldcg((const float4 *)(p + (o - of) * 16));
+        v.x += x.x;
+        v.y += x.y;
+        v.z += x.z;
+        v.w += x.w;
+    }
+    return v;
+}
+
 __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, const float *row, int t,
                                               int head0, int h, int d4, float4 o, float *out) {
     const int D = a.D;
-    const float4 g = ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D))[d4];
+    const int gi = (a.H + 2 * a.Hkv) * D + (head0 + h) * D + 4 * d4; /* the gate's element in the row */
+    const float4 g = a.gin.part && gi >= a.gin.row0 ? at_tail_gate(a, gi) : *(const float4 *)(row + gi);
     const float inv = 1.0f / sm.l[h];
     float4 r = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     r.x *= gcu_sigmoid(g.x);

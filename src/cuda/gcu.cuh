@@ -333,6 +333,9 @@ typedef struct gcu_attn_call {
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
     unsigned *flag_arrive, *flag_wait;
     int flag_need;
+    gcu_tail gin; /* GLIM_CUDA_TAIL_SPLIT, decode: the qkvg rows from gin.row0 on (the last heads'
+                     gate) are its split tail's slots, added here in owner order (gin.part NULL:
+                     off; at_gate_store) */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 /* The blocks gcu_attn_launch launches for the call (0 if it would fail). */
