@@ -499,22 +499,11 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
  * sigmoid of its gate (elements 4 d4 .. of the head's gate in the qkvg row), stored to aout
  * (and to out when out != NULL). */
 /* Four gate rows from qkvg row element gi on (a multiple of 4) that the split tail left in slots
- * (a.gin, decode_mv_tma.cuh: TmaTail): the owners' slots added in owner order. */
+ * (a.gin, decode_mv_tma.cuh: TmaTail). */
 static __device__ __noinline__ float4 at_tail_gate(const gcu_attn_call &a, int gi) {
-    const gcu_tail &t = a.gin;
-    const int r = (gi - t.row0) / 16, g = (gi - t.row0) % 16;
-    const long long x0 = (long long)r * t.nspan, x1 = x0 + t.nspan - 1;
-    const int of = (int)(((x0 + 1) * t.no - 1) / t.U), ol = (int)(((x1 + 1) * t.no - 1) / t.U);
-    const float *p = t.part + (size_t)r * t.P * 16 + g;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int o = of; o <= ol; o++) {
-        const float4 x = __ldcg((const float4 *)(p + (o - of) * 16));
-        v.x += x.x;
-        v.y += x.y;
-        v.z += x.z;
-        v.w += x.w;
-    }
-    return v;
+    float v[4];
+    gcu_tail_sum<4, GCU_TAIL_PMAX_GATE>(a.gin, gi - a.gin.row0, v);
+    return make_float4(v[0], v[1], v[2], v[3]);
 }
 
 __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, const float *row, int t,

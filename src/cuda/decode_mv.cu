@@ -449,10 +449,11 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
 /* The split tail of a producer call (k_dmv_tma's TmaTail): its owners, and the most owners any
  * leftover row block is cut between (P, the slots per row block). 0 when the call has no
  * leftover row blocks (or fewer leftover units than owners), is not on the ring with whole row
- * blocks per block, or its slots would not fit part_floats. The index arithmetic was checked
+ * blocks per block, or its slots would not fit part_floats or be more than its consumer adds
+ * (pmax). The index arithmetic was checked
  * by simulation for the 30B shapes and small cases (every unit read once, every row summed
  * once; bench/wip/tail_split_sim.py). */
-extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, gcu_tail *t) {
+extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, int pmax, gcu_tail *t) {
     const void *fn;
     DmvArgs d;
     int blocks;
@@ -477,7 +478,7 @@ extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part
         const int of = (int)(((x0 + 1) * no - 1) / U), ol = (int)(((x1 + 1) * no - 1) / U);
         if (ol - of + 1 > P) P = ol - of + 1;
     }
-    if ((size_t)e * P * 16 > part_floats) return 0;
+    if ((size_t)e * P * 16 > part_floats || P > pmax) return 0;
     t->part = part;
     t->row0 = q * no * 16;
     t->no = no;

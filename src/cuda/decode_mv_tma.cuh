@@ -260,19 +260,16 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
         h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
     }
     /* GLIM_CUDA_TAIL_SPLIT: the producer's leftover rows are its owners' slots (TmaTail), added
-     * here in owner order */
+     * in owner order by the block's threads, a row each, into the staged row's place, whence
+     * their owners take them after one barrier (the row is written only past it) */
     if (d.tin_part) {
+        const gcu_tail t = {(float *)d.tin_part, d.tin_row0, d.tin_no, d.tin_nspan, d.tin_P, d.tin_U};
+        for (int k = threadIdx.x; k < d.K - d.tin_row0; k += DMV_THREADS) gcu_tail_sum<1, GCU_TAIL_PMAX_ROWS>(t, k, m.row + d.tin_row0 + k);
+        __syncthreads();
 #pragma unroll
         for (int j = 0; j < TMA_JM; j++) {
             const int i = threadIdx.x + j * DMV_THREADS;
-            if (i < d.tin_row0 || i >= d.K) continue;
-            const int r = (i - d.tin_row0) / 16, g = (i - d.tin_row0) % 16;
-            const long long x0 = (long long)r * d.tin_nspan;
-            const int of = mv_owner(x0, d.tin_U, d.tin_no), ol = mv_owner(x0 + d.tin_nspan - 1, d.tin_U, d.tin_no);
-            const float *p = d.tin_part + (size_t)r * d.tin_P * 16 + g;
-            float v = 0.0f;
-            for (int o = of; o <= ol; o++) v += __ldcg(p + (o - of) * 16);
-            s[j] = v;
+            if (i >= d.tin_row0 && i < d.K) s[j] = m.row[i];
         }
     }
     tma_prepare_row(d, m, scratch, s, h, wa, wo);
