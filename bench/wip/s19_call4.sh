@@ -6,7 +6,7 @@
 # weight bytes), alternating processes.
 cd "$(dirname "$0")/../.." || exit 1
 T=GLIM_CUDA_TAIL_SPLIT R=GLIM_CUDA_DIAG_RING
-CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$T=11 new,$R=3 new,$T=10 new new,$T=11 new,$R=4 new,$T=1 new,$T=11
+CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$T=10 new,$R=3 new,$T=2 new new,$T=10 new,$R=4 new,$T=8 new,$T=10
 grep -E "^(FAIL|PASS)|info: tail_split" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
 awk '/^decode with/{w=$0} /^\| (qkvg|o_proj|gate.up|down) /{split($0,a,"|"); s[w]=s[w] sprintf("%s %s; ", a[2], a[3])} /^timeline @ ctx 4096/{done[w]=1} END{}' $OUT/e.md
 grep -E "^decode with|^\| (qkvg|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=5) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'

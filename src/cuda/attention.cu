@@ -498,19 +498,10 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
 /* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
  * sigmoid of its gate (elements 4 d4 .. of the head's gate in the qkvg row), stored to aout
  * (and to out when out != NULL). */
-/* Four gate rows from qkvg row element gi on (a multiple of 4) that the split tail left in slots
- * (a.gin, decode_mv_tma.cuh: TmaTail). */
-static __device__ __noinline__ float4 at_tail_gate(const gcu_attn_call &a, int gi) {
-    float v[4];
-    gcu_tail_sum<4, GCU_TAIL_PMAX_GATE>(a.gin, gi - a.gin.row0, v);
-    return make_float4(v[0], v[1], v[2], v[3]);
-}
-
 __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, const float *row, int t,
                                               int head0, int h, int d4, float4 o, float *out) {
     const int D = a.D;
-    const int gi = (a.H + 2 * a.Hkv) * D + (head0 + h) * D + 4 * d4; /* the gate's element in the row */
-    const float4 g = a.gin.part && gi >= a.gin.row0 ? at_tail_gate(a, gi) : *(const float4 *)(row + gi);
+    const float4 g = ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D))[d4];
     const float inv = 1.0f / sm.l[h];
     float4 r = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     r.x *= gcu_sigmoid(g.x);

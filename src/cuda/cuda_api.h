@@ -114,9 +114,8 @@ typedef struct gcu_options {
                        blocks, its warps merging split ones in shared memory, instead of
                        stream-K ranges over the grid merged through global memory
                        (GLIM_CUDA_BLOCK_ROWS, 31: all) */
-    int tail_split; /* with block_rows: the products in this mask (1 qkvg, whose leftover rows
-                       must be gate rows, attention adding them; 2 o_proj, 8 down, whose consumer
-                       is a RESID prologue on the ring) cut the row blocks left over
+    int tail_split; /* with block_rows: the products in this mask (2 o_proj, 8 down: those whose
+                       consumer is a RESID prologue on the ring) cut the row blocks left over
                        from an even share along the input over every block, the consumer's
                        prologue adding their sums (decode_mv_tma.cuh: TmaTail), instead of
                        giving them whole to the first blocks (GLIM_CUDA_TAIL_SPLIT, 0) */

@@ -468,7 +468,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->flag_slot, s->dyn_cnt, s->act_dig, s->tail_o, s->tail_d, s->tail_q};
+                    s->flag_slot, s->dyn_cnt, s->act_dig, s->tail_o, s->tail_d};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -542,7 +542,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
     DA(s->tail_o, 4ull * GCU_TAIL_FLOATS);
     DA(s->tail_d, 4ull * GCU_TAIL_FLOATS);
-    DA(s->tail_q, 4ull * GCU_TAIL_FLOATS);
     int max_span = 1;
     for (int l = 0; l < g->L; l++)
         if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
@@ -714,8 +713,6 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pack = g->opt.att_pack;
     c.fence_sc = g->opt.fence_sc;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
-    if (T == 1) c.gin = s->tail_qkvg; /* the qkvg just enqueued left its split tail (decode_layer) */
-    s->tail_qkvg.part = NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
     if (T == 1 && s->flags_now) flag_link(s, &c.flag_wait, &c.flag_need, &c.flag_arrive, gcu_attn_blocks(&c, 1));
@@ -975,8 +972,7 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
 static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gcu_tail *t) {
     memset(t, 0, sizeof *t);
     if (!(s->m->opt.tail_split & dmv_product_bit(kind)) || s->hooks || s->allreduce) return;
-    const int pmax = kind == GCU_TLK_QKVG ? GCU_TAIL_PMAX_GATE : GCU_TAIL_PMAX_ROWS;
-    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, pmax, t)) return;
+    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, GCU_TAIL_PMAX_ROWS, t)) return;
     p->tail_part = part;
     p->tail_P = t->P;
 }
@@ -1002,13 +998,6 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
     if (l > 0 && !hooked) q.tin = s->tail_down; /* the previous down's split tail, if any */
     s->tail_down.part = NULL;
-    /* qkvg's split tail only where its leftover rows are all gate rows (attention adds them in
-     * at_gate_store; q, k and v are read whole) */
-    tail_link(s, &q, GCU_TLK_QKVG, s->tail_q, &s->tail_qkvg);
-    if (s->tail_qkvg.part && s->tail_qkvg.row0 < (g->H + 2 * g->Hkv) * g->D) {
-        q.tail_part = NULL;
-        s->tail_qkvg.part = NULL;
-    }
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
@@ -1077,7 +1066,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
      * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
     s->flags_now = s->flags && !s->hooks && !s->allreduce;
     s->flag_pend = NULL;
-    s->tail_down.part = s->tail_qkvg.part = NULL;
+    s->tail_down.part = NULL;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st == GLIM_OK && s->hooks)
         st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,

@@ -230,9 +230,9 @@ typedef struct gcu_dmv_call {
 int gcu_dmv_tail_plan(const gcu_dmv_call *producer, float *part, size_t part_floats, int pmax, gcu_tail *t);
 
 /* Slots per leftover row block a consumer adds at most (gcu_dmv_tail_plan's pmax): the RESID
- * prologue's registers hold 8 more without spilling; attention adds the gate's out of line */
+ * prologue's registers hold 8 more without spilling. (qkvg's leftover rows are gate rows, which
+ * attention could add, but an out-of-line sum of 16 slots there made k_attention spill.) */
 #define GCU_TAIL_PMAX_ROWS 8
-#define GCU_TAIL_PMAX_GATE 16
 
 #ifdef __CUDACC__
 extern "C++" {
@@ -373,9 +373,6 @@ typedef struct gcu_attn_call {
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
     unsigned *flag_arrive, *flag_wait;
     int flag_need;
-    gcu_tail gin; /* GLIM_CUDA_TAIL_SPLIT, decode: the qkvg rows from gin.row0 on (the last heads'
-                     gate) are its split tail's slots, added here in owner order (gin.part NULL:
-                     off; at_gate_store) */
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
 /* The blocks gcu_attn_launch launches for the call (0 if it would fail). */

@@ -68,11 +68,11 @@ struct gcu_session {
     int x_global; /* profiling: matvecs read x from global memory instead of shared */
     int *span_cnt; /* fused SwiGLU staging: per span of the down input, zero */
     unsigned char *act_dig; /* down's input as digits, staged by gate/up (gcu_dmv_call.pre_dig) */
-    /* GLIM_CUDA_TAIL_SPLIT (gcu_dmv_call.tail_part): the slots of o_proj's, down's and qkvg's
-     * leftover row blocks (GCU_TAIL_FLOATS each), and while enqueuing the tails of the last down
-     * and qkvg their consumers (the next qkvg or the head; attention) must add (part NULL: none) */
-    float *tail_o, *tail_d, *tail_q;
-    gcu_tail tail_down, tail_qkvg;
+    /* GLIM_CUDA_TAIL_SPLIT (gcu_dmv_call.tail_part): the slots of o_proj's and down's leftover
+     * row blocks (GCU_TAIL_FLOATS each), and while enqueuing the tail of the last down its
+     * consumer (the next qkvg or the head) must add (tail_down.part NULL: none) */
+    float *tail_o, *tail_d;
+    gcu_tail tail_down;
     /* Research hooks (src/hooks.h), applied on the host between kernels: the residual rows go
      * down to h_host after each layer's FFN residual add and come back steered; the SwiGLU rows
      * go down for the census. NULL: no hooks, and the graph path runs untouched. */
