@@ -1,5 +1,9 @@
-# Simulates k_dmv_tma's split tail (TmaTail) index logic: every unit read once, every row's
-# contributions reaching exactly one place, the consumer adding every owner's slot once.
+# tail_split_sim.py (session 19): simulates the index arithmetic of k_dmv_tma's split tail
+# (decode_mv_tma.cuh: TmaTail; GLIM_CUDA_TAIL_SPLIT) on the host, mirroring the kernel's code:
+# tma_warp_units's ranges, the ring's requests with their jump, tma_units' row ends, the block
+# merge's segments and tma_tail_put's slots, and the consumer's sums. Asserts that every unit
+# is requested once and in loop order, every whole row block summed once, and every leftover
+# row's slots hold each of its units once. Run: python3 bench/wip/tail_split_sim.py
 import sys, collections
 def muldiv(a,b,c,sub=0): return (a*b-sub)//c
 def owner(u,U,W): return muldiv(u+1,W,U,1)
@@ -93,7 +97,7 @@ def run(R, nspan, no, nw, C):
         assert ol-of+1<=P
     assert e*P*16 <= 4*no*16, (e,P,no)
     return q,e,P
-for args in [(416,32,132,16,2),(416,156,66,32,2),(544,52,132,16,2),(416,32,132,16,3),(16384,52,132,16,2),(20,32,132,16,2),(133,7,132,16,2),(5,156,132,16,2),(2496,52,132,16,2)]:
+for args in [(36,6,14,16,2),(36,11,13,32,2),(416,32,132,16,2),(416,156,66,32,2),(544,52,132,16,2),(416,32,132,16,3),(16384,52,132,16,2),(20,32,132,16,2),(133,7,132,16,2),(5,156,132,16,2),(2496,52,132,16,2)]:
     try:
         print(args, run(*args))
     except AssertionError as ex:
