@@ -11,28 +11,16 @@
 #include <time.h>
 
 #include "server.h"
+#include "utf8.h"
 
 #define FAIL(...) (snprintf(err->message, sizeof err->message, __VA_ARGS__), err->code = GLIM_E_ARG, 400)
 
 /* Where s[0..n) stops being UTF-8 (n when it is all valid): the first byte of the first
- * ill-formed sequence. */
+ * ill-formed or cut-off sequence. */
 static size_t utf8_valid_prefix(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        int need = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-        if (!need || i + (size_t)need > n) return i;
-        for (int j = 1; j < need; j++) {
-            unsigned x = u[i + (size_t)j], lo = 0x80, hi = 0xBF;
-            if (j == 1 && c == 0xE0) lo = 0xA0;
-            if (j == 1 && c == 0xED) hi = 0x9F;
-            if (j == 1 && c == 0xF0) lo = 0x90;
-            if (j == 1 && c == 0xF4) hi = 0x8F;
-            if (x < lo || x > hi) return i;
-        }
-        i += (size_t)need;
-    }
-    return n;
+    size_t i = 0, bad;
+    for (int len; i < n && (len = utf8_char(s + i, n - i, &bad)) > 0;) i += (size_t)len;
+    return i;
 }
 
 static char *own(srv_request *r, char *s) {

@@ -5,30 +5,20 @@
 #include <string.h>
 
 #include "chat.h"
+#include "utf8.h"
 
 void cb_add_lossy(textbuf *b, const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
     size_t run = 0, i = 0;
     while (i < n) {
-        unsigned c = u[i];
-        int need = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-        int j = 1;
-        while (j < need && i + (size_t)j < n) {
-            unsigned x = u[i + (size_t)j], lo = 0x80, hi = 0xBF;
-            if (j == 1 && c == 0xE0) lo = 0xA0;
-            if (j == 1 && c == 0xED) hi = 0x9F;
-            if (j == 1 && c == 0xF0) lo = 0x90;
-            if (j == 1 && c == 0xF4) hi = 0x8F;
-            if (x < lo || x > hi) break;
-            j++;
-        }
-        if (need && j == need) {
-            i += (size_t)need;
+        size_t bad = 0;
+        const int len = utf8_char(s + i, n - i, &bad);
+        if (len) {
+            i += (size_t)len;
             continue;
         }
         textbuf_add(b, s + run, i - run);
         textbuf_add(b, "\xEF\xBF\xBD", 3);
-        i += (size_t)j; /* one U+FFFD per maximal ill-formed part */
+        i += bad; /* one U+FFFD per maximal ill-formed part */
         run = i;
     }
     textbuf_add(b, s + run, n - run);
