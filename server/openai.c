@@ -15,14 +15,6 @@
 
 #define FAIL(...) (snprintf(err->message, sizeof err->message, __VA_ARGS__), err->code = GLIM_E_ARG, 400)
 
-/* Where s[0..n) stops being UTF-8 (n when it is all valid): the first byte of the first
- * ill-formed or cut-off sequence. */
-static size_t utf8_valid_prefix(const char *s, size_t n) {
-    size_t i = 0, bad;
-    for (int len; i < n && (len = utf8_char(s + i, n - i, &bad)) > 0;) i += (size_t)len;
-    return i;
-}
-
 static char *own(srv_request *r, char *s) {
     if (!s) return NULL;
     char **o = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);

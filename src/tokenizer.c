@@ -14,48 +14,7 @@
 
 #include "error.h"
 #include "tokenizer.h"
-
-/* ---------------------------------------------------------------------------------------------
- * UTF-8 */
-
-int tok_utf8_seq_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    if (c < 0xC2) return 0;
-    if (c < 0xE0) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c < 0xF0) {
-        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
-        if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
-        return 3;
-    }
-    if (c < 0xF5) {
-        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-            return 0;
-        if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
-        if (c == 0xF4 && s[1] >= 0x90) return 0; /* above U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
-
-size_t tok_utf8_valid_prefix(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        int k = tok_utf8_seq_len(s + i, n - i);
-        if (!k) break;
-        i += (size_t)k;
-    }
-    return i;
-}
+#include "utf8.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Token vectors */
@@ -324,7 +283,7 @@ static void split_step(enc *e, int k, const unsigned char *s, size_t n) {
         size_t ms, me;
         if (!find_match(e, step, s, n, off, &ms, &me)) break;
         if (me == ms) { /* empty match: not a split point; step over one character */
-            int len = tok_utf8_seq_len(s + ms, n - ms);
+            int len = utf8_char((const char *)s + ms, n - ms, NULL);
             off = ms + (size_t)(len ? len : 1);
             continue;
         }
@@ -391,12 +350,12 @@ static void pre_tokenize(enc *e, int k, const unsigned char *s, size_t n) {
  * bytes is a piece of its own. */
 static void encode_text(enc *e, const unsigned char *s, size_t n) {
     while (n && !e->st) {
-        size_t v = tok_utf8_valid_prefix(s, n);
+        size_t v = utf8_valid_prefix((const char *)s, n);
         pre_tokenize(e, 0, s, v);
         s += v;
         n -= v;
         size_t bad = 0;
-        while (bad < n && tok_utf8_seq_len(s + bad, n - bad) == 0) bad++;
+        while (bad < n && utf8_char((const char *)s + bad, n - bad, NULL) == 0) bad++;
         model_piece(e, s, bad);
         s += bad;
         n -= bad;

@@ -109,10 +109,6 @@ glim_status tok_parse_pre_tokenizer(glim_tokenizer *tok, const void *json, glim_
 glim_status tok_compile_regex(const char *pattern, size_t len, int literal, pcre2_code **out,
                               glim_error *err);
 
-/* Length of the longest valid UTF-8 prefix of s[0..n). */
-size_t tok_utf8_valid_prefix(const unsigned char *s, size_t n);
-/* Length of the valid UTF-8 sequence starting at s (1..4), or 0 if s[0] starts none. */
-int tok_utf8_seq_len(const unsigned char *s, size_t n);
 
 /* Hash of a byte string (for the vocabulary table). */
 uint64_t tok_hash_bytes(const unsigned char *s, size_t n);

@@ -1,4 +1,7 @@
-/* utf8.c: one UTF-8 character's well-formedness (utf8.h). */
+/* utf8.c: UTF-8 well-formedness (utf8.h). */
+#include <stdint.h>
+#include <string.h>
+
 #include "utf8.h"
 
 int utf8_char(const char *s, size_t n, size_t *bad) {
@@ -17,6 +20,24 @@ int utf8_char(const char *s, size_t n, size_t *bad) {
         j++;
     }
     if (need && j == need) return need;
-    *bad = (size_t)j;
+    if (bad) *bad = (size_t)j;
     return 0;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) { /* eight ASCII bytes at once: most text is mostly ASCII */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
+        const int k = utf8_char(s + i, n - i, NULL);
+        if (!k) break;
+        i += (size_t)k;
+    }
+    return i;
 }
