@@ -313,12 +313,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     d->diag_ring = c->diag_ring;
     d->tail_part = c->tail_part;
     d->tail_P = c->tail_P;
-    d->tin_part = c->tin.part;
-    d->tin_row0 = c->tin.row0;
-    d->tin_no = c->tin.no;
-    d->tin_nspan = c->tin.nspan;
-    d->tin_P = c->tin.P;
-    d->tin_U = c->tin.U;
+    d->tin = c->tin;
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
@@ -450,10 +445,10 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
  * leftover row block is cut between (P, the slots per row block). 0 when the call has no
  * leftover row blocks (or fewer leftover units than owners), is not on the ring with whole row
  * blocks per block, or its slots would not fit part_floats or be more than its consumer adds
- * (pmax). The index arithmetic was checked
+ * (GCU_TAIL_PMAX_ROWS). The index arithmetic was checked
  * by simulation for the 30B shapes and small cases (every unit read once, every row summed
  * once; bench/wip/tail_split_sim.py). */
-extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, int pmax, gcu_tail *t) {
+extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, gcu_tail *t) {
     const void *fn;
     DmvArgs d;
     int blocks;
@@ -478,7 +473,7 @@ extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part
         const int of = (int)(((x0 + 1) * no - 1) / U), ol = (int)(((x1 + 1) * no - 1) / U);
         if (ol - of + 1 > P) P = ol - of + 1;
     }
-    if ((size_t)e * P * 16 > part_floats || P > pmax) return 0;
+    if ((size_t)e * P * 16 > part_floats || P > GCU_TAIL_PMAX_ROWS) return 0;
     t->part = part;
     t->row0 = q * no * 16;
     t->no = no;

@@ -72,13 +72,10 @@ struct DmvArgs {
     /* k_dmv_tma, GLIM_CUDA_TAIL_SPLIT (decode_mv_tma.cuh: TmaTail): the producer's leftover row
      * blocks are cut along the input over all owners, their sums left in tail_part's slots
      * ([row block][tail_P][16]; NULL: off), and its consumer's prologue (RESID/NORM on the
-     * ring) adds the slots of rows tin_row0.. (tin_part; NULL: off) in owner order: the
-     * producer's owners (tin_no), the leftover region's units (tin_U), its spans per row block */
+     * ring) adds the slots of rows tin.row0.. in owner order (tin.part NULL: off) */
     float *tail_part;
     int tail_P;
-    const float *tin_part;
-    int tin_row0, tin_no, tin_nspan, tin_P;
-    long long tin_U;
+    gcu_tail tin;
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

@@ -248,6 +248,23 @@ __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, floa
         wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
     }
 }
+/* Row row0 + k of a split tail (TmaTail): its owners' slots added in owner order, every slot's
+ * load in flight at once (a loop of dependent adds would be a round trip per slot). */
+__device__ __forceinline__ float tma_tail_sum(const gcu_tail &t, int k) {
+    const int r = k / 16, g = k % 16;
+    const long long x0 = (long long)r * t.nspan;
+    const int of = mv_owner(x0, t.U, t.no), np = mv_owner(x0 + t.nspan - 1, t.U, t.no) - of + 1;
+    const float *p = t.part + (size_t)r * t.P * 16 + g;
+    float x[GCU_TAIL_PMAX_ROWS];
+#pragma unroll
+    for (int o = 0; o < GCU_TAIL_PMAX_ROWS; o++) x[o] = o < np ? __ldcg(p + o * 16) : 0.0f;
+    float v = x[0];
+#pragma unroll
+    for (int o = 1; o < GCU_TAIL_PMAX_ROWS; o++)
+        if (o < np) v += x[o];
+    return v;
+}
+
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
  * row the product takes into m.row (tma_prepare_row). */
 __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, DmvSum *scratch, const float *wa,
@@ -256,20 +273,19 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = threadIdx.x + j * DMV_THREADS;
-        s[j] = i < d.K && !(d.tin_part && i >= d.tin_row0) ? __ldcg(d.src + i) : 0.0f;
+        s[j] = i < d.K && !(d.tin.part && i >= d.tin.row0) ? __ldcg(d.src + i) : 0.0f;
         h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
     }
     /* GLIM_CUDA_TAIL_SPLIT: the producer's leftover rows are its owners' slots (TmaTail), added
      * in owner order by the block's threads, a row each, into the staged row's place, whence
      * their owners take them after one barrier (the row is written only past it) */
-    if (d.tin_part) {
-        const gcu_tail t = {(float *)d.tin_part, d.tin_row0, d.tin_no, d.tin_nspan, d.tin_P, d.tin_U};
-        for (int k = threadIdx.x; k < d.K - d.tin_row0; k += DMV_THREADS) gcu_tail_sum<1, GCU_TAIL_PMAX_ROWS>(t, k, m.row + d.tin_row0 + k);
+    if (d.tin.part) {
+        for (int k = threadIdx.x; k < d.K - d.tin.row0; k += DMV_THREADS) m.row[d.tin.row0 + k] = tma_tail_sum(d.tin, k);
         __syncthreads();
 #pragma unroll
         for (int j = 0; j < TMA_JM; j++) {
             const int i = threadIdx.x + j * DMV_THREADS;
-            if (i >= d.tin_row0 && i < d.K) s[j] = m.row[i];
+            if (i >= d.tin.row0 && i < d.K) s[j] = m.row[i];
         }
     }
     tma_prepare_row(d, m, scratch, s, h, wa, wo);

@@ -972,7 +972,7 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
 static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gcu_tail *t) {
     memset(t, 0, sizeof *t);
     if (!(s->m->opt.tail_split & dmv_product_bit(kind)) || s->hooks || s->allreduce) return;
-    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, GCU_TAIL_PMAX_ROWS, t)) return;
+    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, t)) return;
     p->tail_part = part;
     p->tail_P = t->P;
 }

@@ -227,47 +227,13 @@ typedef struct gcu_dmv_call {
 } gcu_dmv_call;
 /* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
  * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
-int gcu_dmv_tail_plan(const gcu_dmv_call *producer, float *part, size_t part_floats, int pmax, gcu_tail *t);
+int gcu_dmv_tail_plan(const gcu_dmv_call *producer, float *part, size_t part_floats, gcu_tail *t);
 
-/* Slots per leftover row block a consumer adds at most (gcu_dmv_tail_plan's pmax): the RESID
+/* Slots per leftover row block a consumer adds at most (gcu_dmv_tail_plan): the RESID
  * prologue's registers hold 8 more without spilling. (qkvg's leftover rows are gate rows, which
  * attention could add, but an out-of-line sum of 16 slots there made k_attention spill.) */
 #define GCU_TAIL_PMAX_ROWS 8
 
-#ifdef __CUDACC__
-extern "C++" {
-/* Rows row0 + k .. + NV - 1 (NV 1 or 4, in one 16-row block) of a split tail: its owners' slots
- * added in owner order, every slot's load in flight at once (a loop of dependent adds would be
- * a round trip per slot). */
-template <int NV, int PMAX>
-__device__ __forceinline__ void gcu_tail_sum(const gcu_tail &t, int k, float *v) {
-    const int r = k / 16, g = k % 16;
-    const long long x0 = (long long)r * t.nspan, x1 = x0 + t.nspan - 1;
-    const int of = (int)(((x0 + 1) * t.no - 1) / t.U), np = (int)(((x1 + 1) * t.no - 1) / t.U) - of + 1;
-    const float *p = t.part + (size_t)r * t.P * 16 + g;
-    float x[PMAX][NV];
-#pragma unroll
-    for (int o = 0; o < PMAX; o++) {
-        if (NV == 4) {
-            const float4 q = o < np ? __ldcg((const float4 *)(p + o * 16)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            x[o][0] = q.x;
-            x[o][NV > 1 ? 1 : 0] = q.y;
-            x[o][NV > 2 ? 2 : 0] = q.z;
-            x[o][NV > 3 ? 3 : 0] = q.w;
-        } else {
-            x[o][0] = o < np ? __ldcg(p + o * 16) : 0.0f;
-        }
-    }
-#pragma unroll
-    for (int c = 0; c < NV; c++) {
-        v[c] = x[0][c];
-#pragma unroll
-        for (int o = 1; o < PMAX; o++)
-            if (o < np) v[c] += x[o][c];
-    }
-}
-}
-#endif
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */
 void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const float *src, const float *h_in, float *h_out,
