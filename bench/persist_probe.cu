@@ -27,11 +27,13 @@
  * stream of these bytes does. The slots carry their byte counts, a count of 0 ending a step.
  * Build and run on the GPU machine:
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -o build/persist_probe \
- *        bench/persist_probe.cu && build/persist_probe
+ *        bench/persist_probe.cu && build/persist_probe [layers] [trace]
+ * ("trace": only the traced lines, each with the ring's state at the spins: session 20)
  * Each line: split, barriers, consumer warps, NS x CH (ring bytes), K, F, ms/token, tok/s,
  * fraction of the floor. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda/gcu.cuh"
 
@@ -62,8 +64,24 @@ struct Args {
     unsigned *bar;       /* the grid barrier's count, monotonic within a launch */
     unsigned *cnt;       /* per step: grabs taken (SPLIT_COUNTER) */
     unsigned long long *sink;
+    unsigned long long *trace; /* per (block, step): TRACE_FIELDS words (trace on), else NULL */
 };
+/* The trace of one step in one block (thread 32, the first consumer): when the step began (past
+ * the previous barrier), when its spin ended, when its last slot was consumed; and the ring at
+ * the spin's start and end: slots requested ahead of the consumers, and of those how many had
+ * landed (their copy complete). It answers whether the ring fills while the consumers spin. */
+enum { TR_T0, TR_T1, TR_T2, TR_RING, TRACE_FIELDS };
 
+/* whether the phase of parity `parity` of bar is complete, without waiting */
+__device__ __forceinline__ bool mbar_done(uint64_t *bar, unsigned parity) {
+    unsigned ok;
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 " selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(ok)
+                 : "r"(gcu_smem_addr(bar)), "r"(parity)
+                 : "memory");
+    return ok != 0;
+}
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(gcu_smem_addr(bar)) : "memory");
 }
@@ -86,6 +104,7 @@ struct Ring {
     unsigned *meta;
     unsigned char *buf;
     unsigned k;
+    volatile unsigned *issued; /* r.k published for the trace */
 };
 __device__ __forceinline__ unsigned ring_claim(const Args &a, Ring &r) {
     const unsigned slot = r.k % a.ns;
@@ -99,12 +118,14 @@ __device__ __forceinline__ void ring_copy(const Args &a, Ring &r, const unsigned
     gcu_mbar_expect_tx(&r.full[slot], n);
     gcu_bulk_g2s(r.buf + (size_t)slot * a.ch, src, n, &r.full[slot], pol);
     r.k++;
+    *r.issued = r.k;
 }
 __device__ __forceinline__ void ring_end(const Args &a, Ring &r) {
     const unsigned slot = ring_claim(a, r);
     r.meta[slot] = 0;
     mbar_arrive(&r.full[slot]);
     r.k++;
+    *r.issued = r.k;
 }
 
 __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
@@ -114,10 +135,13 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
     r.meta = (unsigned *)(r.empty + a.ns);
     r.buf = smem + 128 * ((20 * a.ns + 127) / 128);
     r.k = 0;
+    __shared__ unsigned issued;
+    r.issued = &issued;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32 - 1;
     if (threadIdx.x == 0) {
         for (int i = 0; i < a.ns; i++) gcu_mbar_init(&r.full[i], 1), gcu_mbar_init(&r.empty[i], nw);
         gcu_mbar_init_fence();
+        issued = 0;
     }
     __syncthreads();
     if (warp == 0) { /* the producer: runs ahead across steps, bounded only by the ring */
@@ -165,7 +189,17 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
     }
     const int ct = threadIdx.x - 32, nct = nw * 32;
     unsigned acc0 = 0, acc1 = 1, acc2 = 2, acc3 = 3, passed = 0;
+    /* the ring as the first consumer sees it: slots requested ahead of it, and how many of those
+     * have landed, packed as ahead | landed << 8 */
+    auto ring_state = [&]() -> unsigned {
+        const unsigned ahead = issued - r.k;
+        unsigned landed = 0;
+        while (landed < ahead && mbar_done(&r.full[(r.k + landed) % a.ns], ((r.k + landed) / a.ns) & 1)) landed++;
+        return ahead | landed << 8;
+    };
     for (int s = 0; s < a.nsteps; s++) {
+        unsigned long long *tr = a.trace ? a.trace + ((size_t)blockIdx.x * a.nsteps + s) * TRACE_FIELDS : NULL;
+        if (tr && ct == 0) tr[TR_T0] = gcu_tl_now(), tr[TR_RING] = ring_state();
         if (a.step[s].delay_ns) { /* the step's prologue (or attention), while the ring fills */
             if (ct == 0) {
                 const unsigned long long t0 = gcu_tl_now();
@@ -174,6 +208,7 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
             }
             consumers_sync(nct);
         }
+        if (tr && ct == 0) tr[TR_T1] = gcu_tl_now(), tr[TR_RING] |= (unsigned long long)ring_state() << 32;
         for (;; r.k++) {
             const unsigned slot = r.k % a.ns;
             gcu_mbar_wait(&r.full[slot], (r.k / a.ns) & 1);
@@ -196,6 +231,7 @@ __global__ void __launch_bounds__(544, 1) k_persist(const Args a) {
                 break;
             }
         }
+        if (tr && ct == 0) tr[TR_T2] = gcu_tl_now();
         if (!a.bars) continue;
         /* the grid barrier: every block's consumers are past this step */
         consumers_sync(nct);
@@ -225,6 +261,48 @@ __global__ void __launch_bounds__(1024) k_read(const uint4 *w, unsigned long lon
     }
     for (; i < n; i += stride) acc += __ldcs(&w[i]).x;
     if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+/* The traced run's last token, per kind of step of the layers (qkvg, attention, o_proj, gate/up, down),
+ * means over the blocks and layers: the spin, the ring at its start and end (slots requested
+ * ahead of the consumers / of those landed), the consumption after the spin against the block's
+ * share at an even 1/sms of the copy bandwidth (less what had landed), and the wait at the
+ * barrier after it. If the spin's time is hidden, "consume" is short by what landed during it. */
+static void trace_report(const Args &a, const unsigned long long *dtrace, int sms, double bw, const double *pro_us,
+                         double att_us, double f) {
+    const size_t n = (size_t)TRACE_FIELDS * sms * a.nsteps;
+    unsigned long long *tr = (unsigned long long *)malloc(n * sizeof *tr);
+    if (!tr || cudaMemcpy(tr, dtrace, n * sizeof *tr, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        fprintf(stderr, "persist_probe: trace copy failed\n");
+        exit(1);
+    }
+    static const char *const kind[5] = {"qkvg", "attention", "o_proj", "gate/up", "down"};
+    double spin[5] = {0}, cons[5] = {0}, ideal[5] = {0}, barw[5] = {0}, a0[5] = {0}, l0[5] = {0}, a1[5] = {0},
+           l1[5] = {0}, cnt[5] = {0};
+    for (int b = 0; b < sms; b++)
+        for (int s = 0; s + 1 < a.nsteps; s++) { /* the layers' steps (the head has no next start) */
+            const int k = s % 5;
+            const unsigned long long *t = tr + ((size_t)b * a.nsteps + s) * TRACE_FIELDS, *nx = t + TRACE_FIELDS;
+            const unsigned r0 = (unsigned)t[TR_RING], r1 = (unsigned)(t[TR_RING] >> 32);
+            spin[k] += (t[TR_T1] - t[TR_T0]) * 1e-3;
+            cons[k] += (t[TR_T2] - t[TR_T1]) * 1e-3;
+            barw[k] += (nx[TR_T0] - t[TR_T2]) * 1e-3;
+            a0[k] += r0 & 0xff, l0[k] += r0 >> 8 & 0xff, a1[k] += r1 & 0xff, l1[k] += r1 >> 8 & 0xff;
+            const double share = (double)a.step[s].bytes / sms, have = (double)(r1 >> 8 & 0xff) * a.ch;
+            ideal[k] += (share > have ? share - have : 0.0) / (bw / sms) * 1e6;
+            cnt[k]++;
+        }
+    printf("\n  ring trace (F = %.1f; spins as emulated: qkvg %.1f, attention %.1f, o_proj %.1f, gate/up %.1f, down "
+           "%.1f us x F):\n\n  | step | spin us | ring at spin start: ahead / landed | at spin end | consume us | "
+           "even-rate consume us | barrier wait us |\n  | --- | --- | --- | --- | --- | --- | --- |\n",
+           f, pro_us[0], att_us, pro_us[1], pro_us[2], pro_us[3]);
+    for (int k = 0; k < 5; k++) {
+        const double c = cnt[k] > 0 ? cnt[k] : 1;
+        printf("  | %s | %.2f | %.1f / %.1f | %.1f / %.1f | %.2f | %.2f | %.2f |\n", kind[k], spin[k] / c, a0[k] / c,
+               l0[k] / c, a1[k] / c, l1[k] / c, cons[k] / c, ideal[k] / c, barw[k] / c);
+    }
+    printf("\n");
+    free(tr);
 }
 
 #define CK(x)                                                                                         \
@@ -312,8 +390,13 @@ int main(int argc, char **argv) {
     printf("| split | barriers | warps | ring | K | F | ms/token | tok/s | of floor |\n"
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     CK(cudaFuncSetAttribute(k_persist, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
-    /* split (enum Split), barriers, consumer warps, slots, slot bytes, K, F */
-    struct { int split, bars, nw, ns, ch, k; double f; } cfg[] = {
+    /* argv[2] "trace": only the traced configurations (cheap: ~10 s), each followed by the
+     * ring's state per kind of step (trace_report) */
+    const int trace_only = argc > 2 && strcmp(argv[2], "trace") == 0;
+    unsigned long long *trace;
+    CK(cudaMalloc(&trace, sizeof(unsigned long long) * TRACE_FIELDS * sms * MAX_STEPS));
+    /* split (enum Split), barriers, consumer warps, slots, slot bytes, K, F, traced */
+    struct { int split, bars, nw, ns, ch, k; double f; int trace; } cfg[] = {
         {0, 0, 8, 12, 16384, 0, 0.0}, {2, 0, 8, 12, 16384, 0, 0.0}, {1, 0, 8, 12, 16384, 0, 0.0},
         {0, 0, 8, 24, 8192, 0, 0.0},  {2, 0, 8, 24, 8192, 0, 0.0},  {1, 0, 8, 24, 8192, 0, 0.0},
         {0, 0, 8, 4, 16384, 0, 0.0},  {2, 0, 8, 4, 16384, 0, 0.0},  {2, 1, 8, 12, 16384, 0, 0.0},
@@ -323,8 +406,13 @@ int main(int argc, char **argv) {
         {3, 0, 8, 64, 2048, 0, 0.0},  {3, 0, 8, 24, 8192, 0, 0.0},
         /* the arithmetic budget: how many ops per 16-byte word before the stream slows */
         {1, 1, 16, 12, 16384, 8, 0.0}, {1, 1, 16, 12, 16384, 16, 0.0}, {1, 1, 16, 12, 16384, 24, 0.0},
+        /* traced: does the ring fill while the consumers spin (v20's third finding)? */
+        {1, 1, 8, 12, 16384, 0, 0.0, 1}, {1, 1, 8, 12, 16384, 0, 1.0, 1}, {2, 1, 8, 12, 16384, 0, 1.0, 1},
+        {1, 1, 8, 24, 8192, 0, 1.0, 1},
     };
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        if (trace_only && !cfg[c].trace) continue;
+        a.trace = cfg[c].trace ? trace : NULL;
         a.ns = cfg[c].ns, a.ch = cfg[c].ch, a.k = cfg[c].k, a.split = cfg[c].split, a.bars = cfg[c].bars;
         a.nsteps = 0;
         unsigned long long off = 0;
@@ -359,6 +447,7 @@ int main(int argc, char **argv) {
         printf("| %s | %s | %d | %d x %d KB | %d | %.1f | %.3f | %.1f | %.1f %% |\n", split_name[a.split],
                a.bars ? "yes" : "no", cfg[c].nw, a.ns, a.ch / 1024, a.k, cfg[c].f, ms, 1e3 / ms,
                100.0 * floor_ms / ms);
+        if (a.trace) trace_report(a, trace, sms, bw, pro_us, att_us, cfg[c].f);
         fflush(stdout);
     }
     return 0;
