@@ -1,9 +1,9 @@
 /* forward_cuda.cu: the CUDA backend's host side: the device model (weights uploaded once and
  * re-laid out into tiles, q/k/v/gate fused into one matrix, gate/up interleaved so SwiGLU is the
- * matrix-vector epilogue), sessions (bf16 KV cache, every scratch buffer allocated up front),
- * the forward as a fixed sequence of kernels that read the position and tokens from device
- * memory, captured once as a CUDA graph and replayed for every decoded token, and the
- * glim_backend the glue calls.
+ * matrix-vector epilogue), the forward as a fixed sequence of kernels that read the position and
+ * tokens from device memory, captured once as a CUDA graph and replayed for every decoded token,
+ * and the glim_backend the glue calls. A session's buffers (bf16 KV cache, every scratch buffer
+ * allocated up front) are session_cuda.cu's.
  *
  * Per layer: stage (residual + norms, staged input) -> qkvg matvec -> attention (q/k prep,
  * cache write, gate, staged o_proj input) -> o matvec -> stage -> gate/up matvec with SwiGLU ->
@@ -24,10 +24,6 @@ extern "C" {
 }
 
 /* ---- options and progress ----------------------------------------------------------------- */
-
-/* Floats of one split tail's slots (gcu_dmv_tail_plan): e leftover row blocks x P owners each
- * x 16 rows stays under 4 x the owners x 16, and there are at most as many owners as SMs */
-#define GCU_TAIL_FLOATS (4 * 1024 * 16)
 
 static int env_int(const char *name, int def) {
     const char *v = getenv(name);
@@ -373,216 +369,6 @@ extern "C" uint64_t gcu_kv_bytes_read(const gcu_model *g, int pos) {
     return total;
 }
 
-/* ---- sessions ---------------------------------------------------------------------------- */
-
-static int fast_fits(const gcu_model *g);
-static int chain_fits(gcu_session *s);
-static int flags_fit(gcu_session *s);
-
-static int ring_rows(const gcu_model *g, int l, int n_ctx, int n_rewind) {
-    if (g->is_full[l]) return n_ctx;
-    /* a whole sub-chunk's keys fit before its first query attends; or the keys a rewind of
-     * n_rewind tokens must find intact (glim_session_params.n_rewind), whichever is more */
-    long long r = (long long)g->W + (GCU_TMAX > n_rewind ? GCU_TMAX : n_rewind);
-    return r < n_ctx ? (int)r : n_ctx;
-}
-
-static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
-    int f = (n_ctx + GCU_ATT_TILE - 1) / GCU_ATT_TILE;
-    *full = f < 1 ? 1 : f > 128 ? 128 : f;
-    int w = g->W < n_ctx ? g->W : n_ctx;
-    int sl = (w + GCU_ATT_TILE - 1) / GCU_ATT_TILE;
-    *slide = sl < 1 ? 1 : sl > 32 ? 32 : sl;
-}
-
-typedef struct sess_plan {
-    size_t kv, h, qkvg, q, inter, logits, xs_h, xs_q, xs_i, xsum_h, xsum_q, xsum_i, att, mv;
-    size_t dig; /* down's input staged as digits by gate/up (GLIM_CUDA_STAGE_I8) */
-} sess_plan;
-
-static int qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2 * g->Hkv * g->D; }
-
-/* Bytes of the matvecs' merge space (mv_part): what the session allocates and what each decode
- * call is told it has. */
-static size_t sess_mv_part_bytes(const gcu_model *g) {
-    return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
-}
-
-static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
-    sess_plan p;
-    memset(&p, 0, sizeof p);
-    const int T = GCU_TMAX;
-    for (int l = 0; l < g->L; l++)
-        p.kv += 2ull * ring_rows(g, l, n_ctx, n_rewind) * g->Hkv * g->D * (g->opt.kv32 ? 4 : 2);
-    p.h = (size_t)T * g->hidden * 4;
-    p.qkvg = (size_t)T * qkvg_rows(g) * 4;
-    p.q = (size_t)T * g->H * g->D * 4;
-    p.inter = (size_t)T * g->inter * 4;
-    p.logits = (size_t)T * g->vocab * 4;
-    size_t kxh = 0, kxq = 0, kxi = 0, xh = 0, xq = 0, xi = 0;
-#define SZ(KXV, xsm, M)                                                                          \
-    do {                                                                                       \
-        if ((size_t)(M).f.kx > KXV) KXV = (M).f.kx;                                            \
-        if ((size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1) > xsm)                          \
-            xsm = (size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1);                           \
-    } while (0)
-    for (int l = 0; l < g->L; l++) {
-        SZ(kxh, xh, g->layer[l].qkvg);
-        SZ(kxh, xh, g->layer[l].gu);
-        SZ(kxq, xq, g->layer[l].o);
-        SZ(kxi, xi, g->layer[l].down);
-    }
-    SZ(kxh, xh, g->head);
-#undef SZ
-    p.xs_h = 2ull * T * kxh * 2;
-    p.xs_q = 2ull * T * kxq * 2;
-    p.xs_i = 2ull * T * kxi * 2;
-    p.xsum_h = (size_t)T * xh * 4;
-    p.xsum_q = (size_t)T * xq * 4;
-    p.xsum_i = (size_t)T * xi * 4;
-    int nf, ns;
-    nsplits(g, n_ctx, &nf, &ns);
-    int np = nf < 8 ? nf : 8, G = g->H / g->Hkv;
-    size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
-    p.att = (a1 > a2 ? a1 : a2) * 4;
-    p.mv = sess_mv_part_bytes(g);
-    for (int l = 0; l < g->L; l++) {
-        const size_t b = gcu_dmv_digits_bytes(&g->layer[l].down.f);
-        if (b > p.dig) p.dig = b;
-    }
-    return p;
-}
-
-extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch, int n_rewind) {
-    sess_plan p = plan_session(g, n_ctx, n_rewind);
-    return 16 + p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i +
-           p.xsum_h + p.xsum_q + p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
-           4ull * (g->inter / 32 + 2);
-}
-
-extern "C" void gcu_session_free(gcu_session *s) {
-    if (!s) return;
-    if (s->graph) cudaGraphExecDestroy(s->graph);
-    for (int l = 0; s->kc && l < s->m->L; l++) cudaFree(s->kc[l]), cudaFree(s->vc[l]);
-    free(s->kc), free(s->vc), free(s->R);
-    void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
-                    s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
-                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->flag_slot, s->dyn_cnt, s->act_dig, s->tail_o, s->tail_d};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
-    cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
-    if (s->ev0) cudaEventDestroy(s->ev0);
-    if (s->ev1) cudaEventDestroy(s->ev1);
-    if (s->st) cudaStreamDestroy(s->st);
-    free(s);
-}
-
-extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int n_rewind, gcu_session **out,
-                                       glim_error *err) {
-    *out = NULL;
-    glim_status ist;
-    if ((ist = gcu_mv_init(err)) || (ist = gcu_stage_init(err)) || (ist = gcu_attn_init(err)))
-        return ist;
-    uint64_t need = gcu_session_bytes(g, n_ctx, n_batch, n_rewind);
-    size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
-    if (need + (256ull << 20) > fr)
-        return glim_fail(err, GLIM_E_NOMEM, "CUDA: a session of %d tokens needs %.2f GiB on the "
-                         "device but %.2f GiB are free", n_ctx, (double)need / (1u << 30),
-                         (double)fr / (1u << 30));
-    gcu_session *s = (gcu_session *)calloc(1, sizeof *s);
-    if (!s) return glim_fail(err, GLIM_E_NOMEM, "out of host memory");
-    s->m = g;
-    s->n_ctx = n_ctx;
-    s->n_batch = n_batch;
-    nsplits(g, n_ctx, &s->nsplit_full, &s->nsplit_slide);
-    sess_plan p = plan_session(g, n_ctx, n_rewind);
-    glim_status st = GLIM_OK;
-    s->kv32 = g->opt.kv32;
-    s->kc = (void **)calloc((size_t)g->L, sizeof(void *));
-    s->vc = (void **)calloc((size_t)g->L, sizeof(void *));
-    s->R = (int *)calloc((size_t)g->L, sizeof(int));
-    if (!s->kc || !s->vc || !s->R) st = glim_fail(err, GLIM_E_NOMEM, "out of host memory");
-    for (int l = 0; st == GLIM_OK && l < g->L; l++) {
-        s->R[l] = ring_rows(g, l, n_ctx, n_rewind);
-        size_t b = (size_t)s->R[l] * g->Hkv * g->D * (s->kv32 ? 4 : 2);
-        if ((st = gcu_check(cudaMalloc((void **)&s->kc[l], b), "KV cache", err)) == GLIM_OK)
-            st = gcu_check(cudaMalloc((void **)&s->vc[l], b), "KV cache", err);
-        if (st == GLIM_OK) st = gcu_check(cudaMemset(s->kc[l], 0, b), "KV cache", err);
-        if (st == GLIM_OK) st = gcu_check(cudaMemset(s->vc[l], 0, b), "KV cache", err);
-    }
-#define DA(ptr, bytes) \
-    if (st == GLIM_OK) st = gcu_check(cudaMalloc((void **)&(ptr), (bytes) ? (bytes) : 16), "session buffer " #ptr, err)
-    DA(s->h, p.h);
-    DA(s->h2, p.h);
-    DA(s->qkvg, p.qkvg);
-    DA(s->qn, p.q);
-    DA(s->aout, p.q);
-    DA(s->oout, p.h);
-    DA(s->act, p.inter);
-    DA(s->dout, p.h);
-    DA(s->logits, p.logits);
-    DA(s->xs_h, p.xs_h);
-    DA(s->xs_q, p.xs_q);
-    DA(s->xs_i, p.xs_i);
-    DA(s->xsum_h, p.xsum_h);
-    DA(s->xsum_q, p.xsum_q);
-    DA(s->xsum_i, p.xsum_i);
-    DA(s->att_part, p.att);
-    DA(s->att_cnt, 8ull * GCU_TMAX * g->Hkv);
-    DA(s->mv_cnt, 4ull * g->max_nrb);
-    DA(s->mv_part, p.mv);
-    DA(s->act_dig, p.dig);
-    DA(s->d_step, 4ull * (GCU_TMAX + 1));
-    DA(s->chain_bar, 16);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
-    DA(s->flag_slot, 16);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->flag_slot, 0, 16), "memset", err);
-    DA(s->dyn_cnt, 16);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
-    DA(s->tail_o, 4ull * GCU_TAIL_FLOATS);
-    DA(s->tail_d, 4ull * GCU_TAIL_FLOATS);
-    int max_span = 1;
-    for (int l = 0; l < g->L; l++)
-        if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
-    DA(s->span_cnt, 4ull * max_span);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->span_cnt, 0, 4ull * max_span), "memset", err);
-#undef DA
-    s->fast = g->opt.fast && fast_fits(g);
-    s->chain = s->fast && g->opt.chain && chain_fits(s);
-    s->flags = s->fast && !s->chain && g->opt.flag_wait && g->opt.pdl && flags_fit(s);
-    if (g->opt.flag_wait && !s->flags && !s->chain) {
-        static int told;
-        if (!told++)
-            fprintf(stderr, "glimmer: GLIM_CUDA_FLAG_WAIT: this model's decode matvecs do not all run on the "
-                    "shared-memory ring (or PDL is off); their boundaries keep the PDL wait\n");
-    }
-    if (g->opt.chain && !s->chain) {
-        static int told;
-        if (!told++)
-            fprintf(stderr, "glimmer: GLIM_CUDA_CHAIN: this model's decode cannot be chained (it needs the "
-                    "integer path on the shared-memory ring: MLX 4-bit, groups of 32 or 64, one format for "
-                    "every product); its products run as kernels of their own\n");
-    }
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_cnt, 0, 8ull * GCU_TMAX * g->Hkv), "memset", err);
-    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->mv_cnt, 0, 4ull * g->max_nrb), "memset", err);
-    if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_step, 4ull * (GCU_TMAX + 1)), "pinned", err);
-    if (st == GLIM_OK) st = gcu_check(cudaMallocHost((void **)&s->h_logits, 4ull * g->vocab), "pinned", err);
-    size_t hook_row = (size_t)(g->hidden > g->inter ? g->hidden : g->inter);
-    if (st == GLIM_OK)
-        st = gcu_check(cudaMallocHost((void **)&s->h_host, 4ull * GCU_TMAX * hook_row), "pinned", err);
-    if (st == GLIM_OK) st = gcu_check(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "stream", err);
-    if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev0), "event", err);
-    if (st == GLIM_OK) st = gcu_check(cudaEventCreate(&s->ev1), "event", err);
-    if (st == GLIM_OK) st = gcu_check(cudaDeviceSynchronize(), "session init", err);
-    if (st != GLIM_OK) {
-        gcu_session_free(s);
-        return st;
-    }
-    *out = s;
-    return GLIM_OK;
-}
-
 /* ---- the forward -------------------------------------------------------------------------- */
 
 /* Programmatic dependent launch: on the decode_mv.cu path only (measured faster there; the
@@ -673,7 +459,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     gcu_attn_call c;
     memset(&c, 0, sizeof c);
     c.qkvg = s->qkvg;
-    c.ldq = qkvg_rows(g);
+    c.ldq = gcu_qkvg_rows(g);
     c.qn = s->qn;
     c.kc = s->kc[l];
     c.vc = s->vc[l];
@@ -853,7 +639,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.i8 = g->opt.i8;
     c.dyn = g->opt.dyn;
     c.dyn_ctr = s->dyn_cnt;
-    c.partial_cap = sess_mv_part_bytes(g);
+    c.partial_cap = gcu_sess_mv_part_bytes(g);
     c.tma = g->opt.tma;
     c.tma_slots = g->opt.tma_slots;
     c.tma_chunk = g->opt.tma_chunk;
@@ -906,7 +692,7 @@ static void layer_tail_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
                         GCU_EPI_SOFTCAP, s->logits, g->vocab);
     else
         c[3] = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
-                        y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
+                        y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g));
 }
 
 /* Their chained form (gcu_dmv_chain_launch). Fills c and returns how many the chain takes: 4,
@@ -941,7 +727,7 @@ static int flags_fit(gcu_session *s) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
     gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, g->layer[0].w_in,
-                               GCU_EPI_STORE, s->qkvg, qkvg_rows(g));
+                               GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g));
     if (!gcu_dmv_flags_ok(&q0)) return 0;
     for (int l = 0; l < g->L; l++) {
         gcu_dmv_call c[4];
@@ -950,6 +736,29 @@ static int flags_fit(gcu_session *s) {
             if (!gcu_dmv_flags_ok(&c[i])) return 0;
     }
     return 1;
+}
+
+/* Which decode path a new session takes (session_cuda.cu calls this once its buffers exist): the
+ * decode_mv.cu kernels if every matrix fits them, the chain or the flag release if asked for
+ * and possible, with a word on stderr (once per process) when a switch cannot be honoured. */
+extern "C" void gcu_session_pick_decode(gcu_session *s) {
+    const gcu_model *g = s->m;
+    s->fast = g->opt.fast && fast_fits(g);
+    s->chain = s->fast && g->opt.chain && chain_fits(s);
+    s->flags = s->fast && !s->chain && g->opt.flag_wait && g->opt.pdl && flags_fit(s);
+    if (g->opt.flag_wait && !s->flags && !s->chain) {
+        static int told;
+        if (!told++)
+            fprintf(stderr, "glimmer: GLIM_CUDA_FLAG_WAIT: this model's decode matvecs do not all run on the "
+                    "shared-memory ring (or PDL is off); their boundaries keep the PDL wait\n");
+    }
+    if (g->opt.chain && !s->chain) {
+        static int told;
+        if (!told++)
+            fprintf(stderr, "glimmer: GLIM_CUDA_CHAIN: this model's decode cannot be chained (it needs the "
+                    "integer path on the shared-memory ring: MLX 4-bit, groups of 32 or 64, one format for "
+                    "every product); its products run as kernels of their own\n");
+    }
 }
 
 /* Layer l's chain (chain_fits said it has one), and the head after it if it could not join. */
@@ -985,7 +794,7 @@ static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gc
 static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[l];
-    const int Hd = g->hidden, qr = qkvg_rows(g), hooked = s->hooks != NULL;
+    const int Hd = g->hidden, qr = gcu_qkvg_rows(g), hooked = s->hooks != NULL;
     /* GLIM_CUDA_FLAG_WAIT (s->flags_now): every launch of the layer waits on the one before by a
      * flag slot (flag_link), layer 0's qkvg only arrives (the embedding before it keeps the PDL
      * wait) */
@@ -1055,7 +864,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
          * layer's qkvg (the head after the last layer) */
         const gcu_layer *y0 = &g->layer[0];
         st = dmv(s, &y0->qkvg, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, y0->w_in,
-                 GCU_EPI_STORE, s->qkvg, qkvg_rows(g), err);
+                 GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g), err);
         for (int l = 0; st == GLIM_OK && l < g->L; l++) {
             st = attention(s, l, 1, 0, err);
             if (st == GLIM_OK) st = decode_chain(s, l, err);
@@ -1103,8 +912,8 @@ static glim_status enqueue(gcu_session *s, int T, int head_rows, glim_error *err
                            g->layer[0].w_in, g->rms_eps, &g->layer[0].qkvg.f, s->xs_h, s->xsum_h, err);
     for (int l = 0; st == GLIM_OK && l < g->L; l++) {
         const gcu_layer *y = &g->layer[l];
-        if ((st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, T, GCU_EPI_STORE, s->qkvg, qkvg_rows(g),
-                     qkvg_rows(g), err)) ||
+        if ((st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, T, GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g),
+                     gcu_qkvg_rows(g), err)) ||
             (st = attention(s, l, T, 1, err)) ||
             (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
             (st = reduce(s, s->oout, T, err)) ||
@@ -1245,7 +1054,7 @@ static glim_status prof_run_layer(gcu_session *s, const void *ctx, glim_error *e
     /* one decode layer as the forward enqueues it (layer 0's weights) */
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[0];
-    int Hd = g->hidden, qr = qkvg_rows(g);
+    int Hd = g->hidden, qr = gcu_qkvg_rows(g);
     glim_status st;
     if ((st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_in, g->rms_eps, &y->qkvg.f, s->xs_h, s->xsum_h, err)) ||
@@ -1281,7 +1090,7 @@ static glim_status prof_run_fast_layer(gcu_session *s, const void *ctx, glim_err
 extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
     gcu_model *g = s->m;
     gcu_options keep = g->opt;
-    int n = 0, qr = qkvg_rows(g);
+    int n = 0, qr = gcu_qkvg_rows(g);
     g->opt.pdl = 0; /* isolated: no overlap with a neighbour */
     s->h_step[0] = pos;
     s->h_step[1] = 1;
@@ -1498,12 +1307,12 @@ static glim_status be_forward(glim_session *s, const int32_t *tokens, int n, gli
     return gcu_forward(g, tokens, n, s->pos, mode, logits, err);
 }
 
-/* A sliding layer's ring rows (ring_rows; every sliding layer has the same): how far back
+/* A sliding layer's ring rows (gcu_ring_rows; every sliding layer has the same): how far back
  * glim_session_rewind may go. */
 static int be_sliding_rows(const glim_session *s) {
     const gcu_model *g = (const gcu_model *)s->model->backend_model;
     for (int l = 0; l < g->L; l++)
-        if (!g->is_full[l]) return ring_rows(g, l, s->n_ctx, s->n_rewind);
+        if (!g->is_full[l]) return gcu_ring_rows(g, l, s->n_ctx, s->n_rewind);
     return s->n_ctx;
 }
 

@@ -1,5 +1,6 @@
 /* model_dev.cuh: the CUDA backend's device model and session, shared by forward_cuda.cu
- * (upload, sessions, the forward) and synth.cu (the synthetic 30B-shaped model of the bench). */
+ * (upload, the forward), session_cuda.cu (a session's buffers) and synth.cu (the synthetic
+ * 30B-shaped model of the bench). */
 #ifndef GLIM_CUDA_MODEL_DEV_CUH
 #define GLIM_CUDA_MODEL_DEV_CUH
 
@@ -96,6 +97,22 @@ static inline unsigned long long *gcu_tl_take(gcu_session *s, int kind) {
 /* Captures one decoded token (position and id from d_step, logits copied to h_logits) as a
  * graph, with the session's current settings (forward_cuda.cu). */
 extern "C" glim_status gcu_capture_decode(gcu_session *s, cudaGraphExec_t *exec, glim_error *err);
+
+/* Rows of the fused q/k/v/gate matrix (q and its gate, k, v). */
+static inline int gcu_qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2 * g->Hkv * g->D; }
+/* Bytes of the matvecs' merge space (mv_part): what the session allocates and what each decode
+ * call is told it has. */
+static inline size_t gcu_sess_mv_part_bytes(const gcu_model *g) {
+    return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
+}
+/* Floats of one split tail's slots (gcu_dmv_tail_plan): e leftover row blocks x P owners each
+ * x 16 rows stays under 4 x the owners x 16, and there are at most as many owners as SMs */
+#define GCU_TAIL_FLOATS (4 * 1024 * 16)
+/* KV rows of layer l in a session of n_ctx tokens that may rewind n_rewind (session_cuda.cu):
+ * every position for a full layer, a ring for a sliding one. */
+extern "C" int gcu_ring_rows(const gcu_model *g, int l, int n_ctx, int n_rewind);
+/* Sets s->fast, s->chain and s->flags for a new session (forward_cuda.cu). */
+extern "C" void gcu_session_pick_decode(gcu_session *s);
 
 /* Shapes, layer types, RoPE table, options from cfg (allocates the layer array). */
 extern "C" glim_status gcu_model_prepare(gcu_model *g, const glim_config *c, glim_error *err);
