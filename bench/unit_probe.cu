@@ -1,0 +1,214 @@
+/* unit_probe.cu: how fast can an SM compute the decode matvec's units when their bytes are
+ * already in shared memory? A standalone probe (not part of the engine) for issue 4's loop
+ * question (bench/RESULTS.md v17-v22): with every weight byte an L2 hit the decode is only ~12 %
+ * faster (GLIM_CUDA_DIAG_WINDOW), so the loops' own compute runs at about the memory's pace and
+ * no ring, prefetch or persistent structure can hide a boundary behind a catch-up. This probe
+ * times the engine's own unit code (tma_unit_load + dmv_unit_i8: the integer path, MLX 4-bit,
+ * groups of 64, bf16 scales: the 30B's products) on units that sit in a per-warp ring of
+ * shared memory filled once, with no copies, barriers or waits, and reports units per
+ * microsecond per SM against the pace at which the memory delivers them (copy bandwidth / SMs /
+ * 1152 bytes per unit). Variants of the loop around the same unit code:
+ *   plain     load a unit, compute it (as tma_units does)
+ *   ahead     the next unit's registers loaded before this one is computed (software pipeline)
+ *   pairs     two units per step into two accumulator sets (two independent chains)
+ * each with 16 warps (the decode's block), 8 (is the SM issue-bound or latency-bound?) and 32 (at
+ * most 64 registers a thread: what a 1024-thread decode block, whose prologue would keep half the
+ * elements per thread, could have).
+ * A row end (the shuffle and a store) every nspan units, as the loop has.
+ * Build and run on the GPU machine:
+ *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -Xptxas -v -o build/unit_probe \
+ *        bench/unit_probe.cu && build/unit_probe */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda/decode_mv_tma.cuh"
+
+enum { PPS = 2, NSPAN = 52 /* 6656 / 128: gate/up's and qkvg's row */, RING = 4 /* units per warp (the decode's ring holds 9; for compute the count does not matter) */ };
+enum { V_PLAIN, V_AHEAD, V_PAIRS };
+enum { CHUNK = 3 }; /* units per bulk copy in the decode (9-unit rings of 3 slots) */
+/* Where the decode waits on a chunk's mbarrier (an asm with a memory clobber): the compiler may
+ * not move shared-memory loads across it, so the probe keeps the same fence every CHUNK units. */
+__device__ __forceinline__ void chunk_fence(int j) {
+    if (j % CHUNK == CHUNK - 1) asm volatile("" ::: "memory");
+}
+static const char *const vname[] = {"plain", "ahead", "pairs"};
+typedef MvSlot<GCU_KIND_Q, PPS, false> Unit;
+
+/* Shared memory: the digits of one staged row (NSPAN spans), its (E, sum) per group, then each
+ * warp's ring of RING units (72 uint4 each: 64 of nibbles, 8 of scales and biases). */
+__host__ __device__ constexpr int dig_u4() { return NSPAN * DMV_I8_SPAN_U4; }
+__host__ __device__ constexpr int ex_u4() { return NSPAN * PPS * 8 / 16; }
+__host__ __device__ constexpr int unit_u4() { return 72; }
+
+template <int V, int NT>
+__global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, float *out, unsigned long long *ns) {
+    extern __shared__ __align__(16) uint4 sm[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int total = dig_u4() + ex_u4() + nw * RING * unit_u4();
+    for (int i = threadIdx.x; i < total; i += blockDim.x) sm[i] = src[i];
+    __syncthreads();
+    const uint4 *d0 = sm, *ring = sm + dig_u4() + ex_u4() + warp * RING * unit_u4();
+    /* the scales must be finite: the bf16 words of the ring's scale area get a small exponent */
+    const float2 *e0 = (const float2 *)(sm + dig_u4());
+    const int g = lane >> 2, t = lane & 3;
+    const bool dvalid = g < 3, xvalid = t == 0;
+    const uint4 *dl = dmv_i8_lane_digits(d0, g, t);
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    float acc[4] = {0, 0, 0, 0}, acc2[4] = {0, 0, 0, 0}, keep = 0.0f;
+    unsigned long long t0 = 0;
+    if (threadIdx.x == 0) t0 = gcu_tl_now();
+    int sp = 0, k = 0;
+    if (V == V_PLAIN) {
+        for (int j = 0; j < units; j++) {
+            Unit u;
+            tma_unit_load(u, ring + k * unit_u4(), lane);
+            if (++k == RING) k = 0;
+            dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
+            chunk_fence(j);
+            if (++sp == NSPAN) {
+                float vg[1], vh[1];
+                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
+                keep += vg[0] + vh[0];
+                sp = 0;
+            }
+        }
+    } else if (V == V_AHEAD) {
+        Unit u;
+        tma_unit_load(u, ring, lane);
+        k = 1;
+        for (int j = 0; j < units; j++) {
+            Unit nx;
+            chunk_fence(j); /* the next unit's chunk waited for before its load */
+            tma_unit_load(nx, ring + k * unit_u4(), lane); /* the next unit (wraps inside the ring) */
+            if (++k == RING) k = 0;
+            dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
+            u = nx;
+            if (++sp == NSPAN) {
+                float vg[1], vh[1];
+                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
+                keep += vg[0] + vh[0];
+                sp = 0;
+            }
+        }
+    } else {
+        for (int j = 0; j + 1 < units; j += 2) { /* NSPAN is even: a pair never crosses a row end */
+            Unit u, w;
+            tma_unit_load(u, ring + k * unit_u4(), lane);
+            if (++k == RING) k = 0;
+            tma_unit_load(w, ring + k * unit_u4(), lane);
+            if (++k == RING) k = 0;
+            dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
+            dmv_unit_i8<PPS, false>(w, dl + (sp + 1) * DMV_I8_SPAN_U4, dvalid, e0 + (sp + 1) * PPS, cw, xvalid, acc2);
+            asm volatile("" ::: "memory"); /* a fence per pair: a little stricter than per chunk */
+            sp += 2;
+            if (sp == NSPAN) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[e] += acc2[e], acc2[e] = 0.0f;
+                float vg[1], vh[1];
+                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
+                keep += vg[0] + vh[0];
+                sp = 0;
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) ns[blockIdx.x] = gcu_tl_now() - t0;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = keep + acc[0] + acc[1] + acc2[0];
+}
+
+#define CK(x)                                                                                         \
+    do {                                                                                              \
+        cudaError_t e_ = (x);                                                                         \
+        if (e_ != cudaSuccess) {                                                                      \
+            fprintf(stderr, "unit_probe: %s: %s\n", #x, cudaGetErrorString(e_));                     \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+template <int V, int NT>
+static double run(int sms, int warps, const uint4 *src, float *out, unsigned long long *ns, int units, size_t smem) {
+    CK(cudaFuncSetAttribute(k_units<V, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    unsigned long long *h = (unsigned long long *)malloc(sizeof *h * sms);
+    double best = 1e30;
+    for (int rep = 0; rep < 4; rep++) { /* rep 0 warms up */
+        k_units<V, NT><<<sms, 32 * warps, smem>>>(src, units, out, ns);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(h, ns, sizeof *h * sms, cudaMemcpyDeviceToHost));
+        unsigned long long worst = 0;
+        for (int b = 0; b < sms; b++)
+            if (h[b] > worst) worst = h[b];
+        if (rep && worst < best) best = (double)worst;
+    }
+    free(h);
+    return (double)units * warps / (best * 1e-3); /* units per us per SM (the slowest block) */
+}
+
+int main(void) {
+    int sms;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    /* the copy bandwidth the engine's floor uses: device to device, read + written */
+    const size_t cb = 1ull << 30;
+    void *c0, *c1;
+    CK(cudaMalloc(&c0, cb));
+    CK(cudaMalloc(&c1, cb));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float bestc = 1e30f;
+    for (int r = 0; r < 5; r++) {
+        float ms;
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms < bestc) bestc = ms;
+    }
+    CK(cudaFree(c0));
+    CK(cudaFree(c1));
+    const double bw = 2.0 * cb / (bestc * 1e-3), pace = bw / sms / 1152.0 / 1e6; /* units / us / SM */
+    /* random bytes; the scale and bias words (uint4 64..71 of each unit) and the groups' (E, sum)
+     * are set to small finite floats so that no NaN or denormal slows the arithmetic */
+    const int maxw = 32, total = dig_u4() + ex_u4() + maxw * RING * unit_u4();
+    uint4 *h = (uint4 *)malloc(sizeof(uint4) * total);
+    unsigned s = 12345u;
+    for (int i = 0; i < total; i++) {
+        unsigned *w = (unsigned *)&h[i];
+        for (int j = 0; j < 4; j++) s = s * 1664525u + 1013904223u, w[j] = s;
+    }
+    float *ex = (float *)(h + dig_u4());
+    for (int i = 0; i < ex_u4() * 4; i++) ex[i] = i % 2 ? 0.5f : 0.03125f;
+    for (int i = dig_u4() + ex_u4(); i < total; i++)
+        if ((i - dig_u4() - ex_u4()) % unit_u4() >= 64) h[i] = make_uint4(0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u);
+    uint4 *src;
+    float *out;
+    unsigned long long *ns;
+    CK(cudaMalloc(&src, sizeof(uint4) * total));
+    CK(cudaMemcpy(src, h, sizeof(uint4) * total, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&out, sizeof(float) * sms * 1024));
+    CK(cudaMalloc(&ns, sizeof(unsigned long long) * sms));
+    const int units = 4096; /* per warp: ~150 us at the memory's pace */
+    printf("unit_probe: %d SMs, copy bandwidth %.0f GB/s: the memory delivers %.1f units (1152 B) per us per SM\n\n",
+           sms, bw / 1e9, pace);
+    printf("| loop | warps | units / us / SM | x the memory's pace |\n| --- | --- | --- | --- |\n");
+    const int wl[3] = {16, 8, 32};
+    for (int i = 0; i < 3; i++) {
+        const int warps = wl[i];
+        const size_t smem = sizeof(uint4) * (dig_u4() + ex_u4() + warps * RING * unit_u4());
+        double r[3];
+        if (warps == 32) {
+            r[0] = run<V_PLAIN, 1024>(sms, warps, src, out, ns, units, smem);
+            r[1] = run<V_AHEAD, 1024>(sms, warps, src, out, ns, units, smem);
+            r[2] = run<V_PAIRS, 1024>(sms, warps, src, out, ns, units, smem);
+        } else {
+            r[0] = run<V_PLAIN, 512>(sms, warps, src, out, ns, units, smem);
+            r[1] = run<V_AHEAD, 512>(sms, warps, src, out, ns, units, smem);
+            r[2] = run<V_PAIRS, 512>(sms, warps, src, out, ns, units, smem);
+        }
+        for (int v = 0; v < 3; v++) printf("| %s | %d | %.1f | %.2f |\n", vname[v], warps, r[v], r[v] / pace);
+        fflush(stdout);
+    }
+    free(h);
+    return 0;
+}
