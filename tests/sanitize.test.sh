@@ -1,7 +1,8 @@
 #!/bin/sh
 # sanitize.test.sh BUILD: the tests of what reads untrusted input (safetensors files with their
 # fuzz loop, GGUF, config and model binding errors, the tokenizer, the chat format and its parser,
-# the sampler) built again with AddressSanitizer and UndefinedBehaviorSanitizer (CPU only, -O1,
+# the sampler, and the server's request parser with tests/server/request_fuzz.c) built again with
+# AddressSanitizer and UndefinedBehaviorSanitizer (CPU only, -O1,
 # every finding fatal) into BUILD/asan and run there: an out-of-bounds read, a use after free, a
 # leak or undefined behaviour on a lying file fails the test even where the result came out right.
 # The other tests and the server ran clean under the same sanitizers when this was added
@@ -17,7 +18,7 @@ cd "$root" || exit 1
 
 progs="test_safetensors test_gguf test_model_errors test_tokenizer test_chat test_sampler"
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-targets=
+targets="$build/asan/server/openai.o"
 for p in $progs; do targets="$targets $build/asan/tests/$p"; done
 if ! make --no-print-directory -j"$(nproc 2>/dev/null || echo 2)" CUDA=0 BUILD="$build/asan" OPT="-O1 $san" \
         LDFLAGS="$san" $targets >"$tmp/build.log" 2>&1; then
@@ -27,6 +28,15 @@ if ! make --no-print-directory -j"$(nproc 2>/dev/null || echo 2)" CUDA=0 BUILD="
     fi
     fail build "the sanitized build failed: $(tail -c 600 "$tmp/build.log")"
     exit 1
+fi
+# the request parser's fuzz test links the server's openai.o (no HTTP library needed)
+libs=$(make -s --no-print-directory CUDA=0 BUILD="$build/asan" --eval 'print-%: ; @echo $($*)' print-LDLIBS 2>/dev/null)
+if ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 $san -Iinclude -Isrc -Iserver -o "$build/asan/tests/request_fuzz" \
+        tests/server/request_fuzz.c "$build/asan/server/openai.o" "$build/asan/libglimmer.a" $libs \
+        >"$tmp/request_fuzz_cc.log" 2>&1; then
+    progs="$progs request_fuzz"
+else
+    fail request_fuzz "cannot build tests/server/request_fuzz.c sanitized: $(head -c 600 "$tmp/request_fuzz_cc.log")"
 fi
 for p in $progs; do
     # leaks too; where ptrace is not allowed LeakSanitizer cannot run: then without it, said so

@@ -1,5 +1,7 @@
 #!/bin/sh
-# server.test.sh BUILD: tests of `glimmer serve`, the OpenAI-compatible HTTP server, in two parts:
+# server.test.sh BUILD: tests of `glimmer serve`, the OpenAI-compatible HTTP server, in three parts:
+#   server_request_* tests/server/request_fuzz.c, linked with openai.o: the request parser on
+#                    valid bodies of every shape and ~9,000 mutated ones (no model needed);
 #   server_forced_*  tests/server/forced.c, linked with the server's objects: generations driven
 #                    with scripted tokens (reasoning, tool calls, tool_choice "required", stop
 #                    strings, chat logprobs chunk by chunk) that a random model never writes;
@@ -29,7 +31,9 @@ skip_e2e() {
         echo "SKIP server_e2e: $1"
     fi
 }
+req_ran=0
 skip_all() {
+    [ $req_ran = 1 ] || echo "SKIP server_request: $1"
     echo "SKIP server_forced: $1"
     skip_e2e "$1"
     exit $status
@@ -48,6 +52,34 @@ elif [ $rc -ne 0 ]; then
     exit 1
 fi
 
+# The C parts are compiled and linked with the Makefile's own flags (the server objects need its
+# libraries: CUDA's too when the library was built with it).
+mkvar() { make -s --no-print-directory -C "$root" BUILD="$build" --eval 'print-%: ; @echo $($*)' "print-$1" 2>>"$work/make_vars.log"; }
+flags_ok=1
+if ! flags=$(mkvar CFLAGS) || ! libs=$(mkvar LDLIBS) || ! ldflags=$(mkvar LDFLAGS) || ! fcc=$(mkvar CC); then
+    echo "FAIL server_build_flags: cannot read the Makefile's CC / CFLAGS / LDFLAGS / LDLIBS (see $work/make_vars.log)"
+    status=1
+    flags_ok=0
+fi
+
+# ---- request_fuzz.c: the request parser alone --------------------------------------------------------
+if [ $flags_ok = 1 ]; then
+    if ! (cd "$root" && $fcc $flags $ldflags -o "$work/request_fuzz" "$dir/request_fuzz.c" "$build/server/openai.o" \
+            "$build/libglimmer.a" $libs) >"$work/request_fuzz_cc.log" 2>&1; then
+        echo "FAIL server_request_build: cannot build tests/server/request_fuzz.c: $(head -c 1500 "$work/request_fuzz_cc.log")"
+        status=1
+    else
+        timeout 120 "$work/request_fuzz" >"$work/request_fuzz.out" 2>&1
+        rc=$?
+        req_ran=1
+        cat "$work/request_fuzz.out"
+        if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$work/request_fuzz.out"; then
+            echo "FAIL server_request: exited $rc"
+        fi
+        [ $rc -ne 0 ] && status=1
+    fi
+fi
+
 # ---- the checkpoint (tests/support/chat_model.sh, shared with tokenizer.test.sh) ------------------
 model=$(sh "$root/tests/support/chat_model.sh" "$build" 2>"$work/chatmodel.err")
 case $? in
@@ -57,12 +89,8 @@ case $? in
 esac
 
 # ---- forced.c: the server's engine and JSON with scripted generations ----------------------------
-# Compiled and linked with the Makefile's own flags (the server objects need its libraries: CUDA's
-# too when the library was built with it).
-mkvar() { make -s --no-print-directory -C "$root" BUILD="$build" --eval 'print-%: ; @echo $($*)' "print-$1" 2>>"$work/make_vars.log"; }
-if ! flags=$(mkvar CFLAGS) || ! libs=$(mkvar LDLIBS) || ! ldflags=$(mkvar LDFLAGS) || ! fcc=$(mkvar CC); then
-    echo "FAIL server_forced_build: cannot read the Makefile's CC / CFLAGS / LDFLAGS / LDLIBS (see $work/make_vars.log)"
-    status=1
+if [ $flags_ok = 0 ]; then
+    :
 elif ! (cd "$root" && $fcc $flags $ldflags -o "$work/forced" "$dir/forced.c" "$build/server/engine.o" \
             "$build/server/openai.o" "$build/libglimmer.a" $libs) >"$work/forced_cc.log" 2>&1; then
     echo "FAIL server_forced_build: cannot build tests/server/forced.c (see $work/forced_cc.log)"
