@@ -1087,74 +1087,42 @@ static glim_status prof_run_fast_layer(gcu_session *s, const void *ctx, glim_err
     return decode_layer(s, *(const int *)ctx, err);
 }
 
-extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
-    gcu_model *g = s->m;
-    gcu_options keep = g->opt;
-    int n = 0, qr = gcu_qkvg_rows(g);
-    g->opt.pdl = 0; /* isolated: no overlap with a neighbour */
-    s->h_step[0] = pos;
-    s->h_step[1] = 1;
-    cudaMemcpy(s->d_step, s->h_step, 8, cudaMemcpyHostToDevice);
-    const gcu_layer *y = &g->layer[0];
-    prof_mv mvs[5] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
-                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
-                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
-                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden},
-                      {&g->head, s->xs_h, s->xsum_h, GCU_EPI_SOFTCAP, s->logits, g->vocab, g->vocab}};
-    const char *names[5] = {"matvec qkvg", "matvec o_proj", "matvec gate/up+swiglu", "matvec down", "matvec lm_head+softcap"};
-    for (int k = 0; k < 5 && n < max; k++, n++) {
-        snprintf(rows[n].name, sizeof rows[n].name, "%s", names[k]);
-        rows[n].bytes = (double)mvs[k].M->bytes;
-        rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 20, err);
-    }
-    /* the decode_mv.cu kernels (each with its input prologue) and a whole layer of that path */
-    const gcu_layer *y1 = &g->layer[g->L > 1 ? 1 : 0];
-    const float *wpf = g->layer[0].w_post_ffn;
-    prof_dmv dm[5] = {
-        {&y1->qkvg, GCU_PRO_RESID, g->hidden, s->dout, s->h, s->h2, wpf, y1->w_in, GCU_EPI_STORE, s->qkvg, qr},
-        {&y1->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->oout, g->hidden},
-        {&y1->gu, GCU_PRO_RESID, g->hidden, s->oout, s->h2, s->h, y1->w_post_attn, y1->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter},
-        {&y1->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->dout, g->hidden},
-        {&g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL, wpf, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab}};
-    const char *dnames[5] = {"decode_mv qkvg (residual + 2 norms inside)", "decode_mv o_proj (raw input)",
-                             "decode_mv gate/up+swiglu (residual + 2 norms inside)", "decode_mv down (raw input)",
-                             "decode_mv lm_head+softcap (residual + final norm inside)"};
-    s->fast_now = s->fast;
-    if (s->fast)
-        for (int k = 0; k < 5 && n < max; k++, n++) {
-            snprintf(rows[n].name, sizeof rows[n].name, "%s", dnames[k]);
-            rows[n].bytes = (double)dm[k].M->bytes;
-            rows[n].ms = prof_time(s, prof_run_dmv, &dm[k], 20, err);
-        }
+/* gcu_profile: gate/up's launch timed right after a whole decoded token and right after itself
+ * (two rows at rows[n]); returns the new row count. */
+static int prof_cold_warm(gcu_session *s, const prof_dmv *gu, gcu_prof_row *rows, int n, int max, glim_error *err) {
     /* In the graph the loops run ~25 % slower than alone at the same clock (RESULTS.md v8). The
      * same gate/up launch timed right after a whole decoded token and right after itself tells
      * whether what the token's other 15 GB leave behind (TLB, L2) is the difference. */
-    if (s->fast && s->graph_state == 1 && n + 1 < max) {
-        cudaEvent_t e[4] = {NULL, NULL, NULL, NULL};
-        double cold = 0, warm = 0;
-        int got = 0, ok = 1;
-        for (int i = 0; i < 4; i++) ok = ok && cudaEventCreate(&e[i]) == cudaSuccess;
-        for (int r = 0; ok && r < 7; r++) { /* r == 0 warms up */
-            ok = cudaGraphLaunch(s->graph, s->st) == cudaSuccess && cudaEventRecord(e[0], s->st) == cudaSuccess &&
-                 prof_run_dmv(s, &dm[2], err) == GLIM_OK && cudaEventRecord(e[1], s->st) == cudaSuccess &&
-                 prof_run_dmv(s, &dm[2], err) == GLIM_OK && cudaEventRecord(e[2], s->st) == cudaSuccess &&
-                 prof_run_dmv(s, &dm[2], err) == GLIM_OK && cudaEventRecord(e[3], s->st) == cudaSuccess &&
-                 cudaEventSynchronize(e[3]) == cudaSuccess;
-            float a = 0, b = 0;
-            if (ok && r > 0 && cudaEventElapsedTime(&a, e[0], e[1]) == cudaSuccess &&
-                cudaEventElapsedTime(&b, e[2], e[3]) == cudaSuccess)
-                cold += a, warm += b, got++;
-        }
-        for (int i = 0; i < 4; i++)
-            if (e[i]) cudaEventDestroy(e[i]);
-        snprintf(rows[n].name, sizeof rows[n].name, "decode_mv gate/up+swiglu, one launch right after a decoded token");
-        rows[n].bytes = (double)dm[2].M->bytes;
-        rows[n++].ms = got ? cold / got : -1;
-        snprintf(rows[n].name, sizeof rows[n].name, "decode_mv gate/up+swiglu, one launch right after itself");
-        rows[n].bytes = (double)dm[2].M->bytes;
-        rows[n++].ms = got ? warm / got : -1;
+    if (!(s->fast && s->graph_state == 1 && n + 1 < max)) return n;
+    cudaEvent_t e[4] = {NULL, NULL, NULL, NULL};
+    double cold = 0, warm = 0;
+    int got = 0, ok = 1;
+    for (int i = 0; i < 4; i++) ok = ok && cudaEventCreate(&e[i]) == cudaSuccess;
+    for (int r = 0; ok && r < 7; r++) { /* r == 0 warms up */
+        ok = cudaGraphLaunch(s->graph, s->st) == cudaSuccess && cudaEventRecord(e[0], s->st) == cudaSuccess &&
+             prof_run_dmv(s, gu, err) == GLIM_OK && cudaEventRecord(e[1], s->st) == cudaSuccess &&
+             prof_run_dmv(s, gu, err) == GLIM_OK && cudaEventRecord(e[2], s->st) == cudaSuccess &&
+             prof_run_dmv(s, gu, err) == GLIM_OK && cudaEventRecord(e[3], s->st) == cudaSuccess &&
+             cudaEventSynchronize(e[3]) == cudaSuccess;
+        float a = 0, b = 0;
+        if (ok && r > 0 && cudaEventElapsedTime(&a, e[0], e[1]) == cudaSuccess &&
+            cudaEventElapsedTime(&b, e[2], e[3]) == cudaSuccess)
+            cold += a, warm += b, got++;
     }
-    /* where a launch's time goes: per-block phase stamps, averaged over the blocks */
+    for (int i = 0; i < 4; i++)
+        if (e[i]) cudaEventDestroy(e[i]);
+    snprintf(rows[n].name, sizeof rows[n].name, "decode_mv gate/up+swiglu, one launch right after a decoded token");
+    rows[n].bytes = (double)gu->M->bytes;
+    rows[n++].ms = got ? cold / got : -1;
+    snprintf(rows[n].name, sizeof rows[n].name, "decode_mv gate/up+swiglu, one launch right after itself");
+    rows[n].bytes = (double)gu->M->bytes;
+    rows[n++].ms = got ? warm / got : -1;
+    return n;
+}
+
+/* gcu_profile: where each of the four decode_mv launches' time goes, from per-block phase stamps
+ * averaged over the blocks (a row each at rows[n]); returns the new row count. */
+static int prof_phases(gcu_session *s, const prof_dmv dm[4], gcu_prof_row *rows, int n, int max, glim_error *err) {
     long long *dst = NULL;
     int nsm = gcu_sm_count(), khz = 0;
     cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
@@ -1194,6 +1162,50 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
     }
     cudaFree(dst);
     free(hst);
+    return n;
+}
+
+extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err) {
+    gcu_model *g = s->m;
+    gcu_options keep = g->opt;
+    int n = 0, qr = gcu_qkvg_rows(g);
+    g->opt.pdl = 0; /* isolated: no overlap with a neighbour */
+    s->h_step[0] = pos;
+    s->h_step[1] = 1;
+    cudaMemcpy(s->d_step, s->h_step, 8, cudaMemcpyHostToDevice);
+    const gcu_layer *y = &g->layer[0];
+    prof_mv mvs[5] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
+                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
+                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
+                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden},
+                      {&g->head, s->xs_h, s->xsum_h, GCU_EPI_SOFTCAP, s->logits, g->vocab, g->vocab}};
+    const char *names[5] = {"matvec qkvg", "matvec o_proj", "matvec gate/up+swiglu", "matvec down", "matvec lm_head+softcap"};
+    for (int k = 0; k < 5 && n < max; k++, n++) {
+        snprintf(rows[n].name, sizeof rows[n].name, "%s", names[k]);
+        rows[n].bytes = (double)mvs[k].M->bytes;
+        rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 20, err);
+    }
+    /* the decode_mv.cu kernels (each with its input prologue) and a whole layer of that path */
+    const gcu_layer *y1 = &g->layer[g->L > 1 ? 1 : 0];
+    const float *wpf = g->layer[0].w_post_ffn;
+    prof_dmv dm[5] = {
+        {&y1->qkvg, GCU_PRO_RESID, g->hidden, s->dout, s->h, s->h2, wpf, y1->w_in, GCU_EPI_STORE, s->qkvg, qr},
+        {&y1->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->oout, g->hidden},
+        {&y1->gu, GCU_PRO_RESID, g->hidden, s->oout, s->h2, s->h, y1->w_post_attn, y1->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter},
+        {&y1->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL, GCU_EPI_STORE, s->dout, g->hidden},
+        {&g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL, wpf, g->w_final, GCU_EPI_SOFTCAP, s->logits, g->vocab}};
+    const char *dnames[5] = {"decode_mv qkvg (residual + 2 norms inside)", "decode_mv o_proj (raw input)",
+                             "decode_mv gate/up+swiglu (residual + 2 norms inside)", "decode_mv down (raw input)",
+                             "decode_mv lm_head+softcap (residual + final norm inside)"};
+    s->fast_now = s->fast;
+    if (s->fast)
+        for (int k = 0; k < 5 && n < max; k++, n++) {
+            snprintf(rows[n].name, sizeof rows[n].name, "%s", dnames[k]);
+            rows[n].bytes = (double)dm[k].M->bytes;
+            rows[n].ms = prof_time(s, prof_run_dmv, &dm[k], 20, err);
+        }
+    n = prof_cold_warm(s, &dm[2], rows, n, max, err);
+    n = prof_phases(s, dm, rows, n, max, err);
 
     /* the fixed cost of a launch: the same kernels over one row block only */
     gcu_mat one_q = y1->qkvg, one_d = y1->down;
