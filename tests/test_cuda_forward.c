@@ -419,10 +419,11 @@ static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv
  * integer path on the shared-memory ring with whole row blocks, so the test sets those too. */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
-                                        "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST"};
-    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1"};
-    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_chain_count, spec.n_layers);
+                                        "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_TAIL_SPLIT"};
+    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1", "0"};
+    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
 /* The flag release (GLIM_CUDA_FLAG_WAIT=1: qkvg -> attention -> o_proj -> gate/up -> down ->
@@ -438,6 +439,21 @@ static void flag_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const off[] = {"0", "1", "1", "1", "0", "1", "0"};
     static const char *const on[] = {"1", "1", "1", "1", "0", "1", "0"};
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_flag_count, spec.n_layers);
+}
+
+/* The unit-ahead kernel (GLIM_CUDA_UNIT_AHEAD=1: each decode matvec's loop loads the next
+ * unit's registers while this one computes; k_dmv_tma's AHEAD) changes only when a unit's bytes
+ * reach the registers, never the arithmetic or its order: every decoded token's logits equal the
+ * default loop's bit for bit, and the kernel really ran (its launch count: every matvec of a
+ * layer with block-owned row blocks, so at least n_layers). It serves the integer path on the
+ * shared-memory ring with block rows and no split tail, which the test pins. */
+static void ahead_bits_of(const char *name, glim_synth_spec spec) {
+    static const char *const names[] = {"GLIM_CUDA_UNIT_AHEAD", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_DYN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_TAIL_SPLIT",
+                                        "GLIM_CUDA_CHAIN"};
+    static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0"};
+    static const char *const on[] = {"1", "1", "1", "1", "0", "31", "0", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
 /* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows
@@ -471,6 +487,12 @@ static void flag_bits(void) {
     NEED_GPU();
     flag_bits_of("flag_tiny", switch_spec(0, 5));
     flag_bits_of("flag_wide", switch_spec(1, 13));
+}
+
+static void ahead_bits(void) {
+    NEED_GPU();
+    ahead_bits_of("ahead_tiny", switch_spec(0, 5));
+    ahead_bits_of("ahead_wide", switch_spec(1, 17));
 }
 
 /* The split tail (GLIM_CUDA_TAIL_SPLIT=10: o_proj's and down's row blocks past the blocks' last
@@ -592,6 +614,7 @@ int main(void) {
     RUN(random_mlx8_wide);
     RUN(chain_bits);
     RUN(flag_bits);
+    RUN(ahead_bits);
     RUN(tail_split);
     RUN(rewind_on_gpu);
     char cmd[600];

@@ -1,16 +1,17 @@
 #!/bin/sh
 # s20_call1.sh (session 20, no GPU lent: prepared, not run). Carry .deps and build/src/cuda (built
-# here with `make -j2 all`); ~8-9 minutes.
+# here with `make -j2 all`); ~9 minutes.
 # 1. persist_probe's traced mode (~15 s): does the ring fill while the consumers spin? v20's third
 #    finding (every emulated prologue fully additive) contradicts the arithmetic of a 192 KB ring
 #    at 1/132 of the bandwidth; the trace says where the time goes (bench/RESULTS.md v22).
 # 2. unit_probe (~10 s): the units' compute ceiling with their bytes already in shared memory
 #    (the engine's tma_unit_load + dmv_unit_i8), plain / next unit loaded ahead / two units per
 #    step, with 16, 8 and 32 warps, against the memory's pace.
-# 3. s19_call4.sh: session_cuda.cu (the session's buffers moved out of forward_cuda.cu, its byte
-#    count now including the split tails) and the split tail tested by the forward, kernel and hooks
-#    tests, then GLIM_CUDA_TAIL_SPLIT 10 / 2 / 8 and GLIM_CUDA_DIAG_RING 3 / 4 against the
-#    default in alternating processes, and memcheck on the tail's test model.
+# 3. The tree's tests (forward with tail_split and ahead_bits, kernels, hooks; session_cuda.cu's
+#    move and the split tail are on every path), then in alternating processes the default
+#    against GLIM_CUDA_UNIT_AHEAD=1 (the loop's next unit loaded ahead), GLIM_CUDA_TAIL_SPLIT=10
+#    and the diagnostics GLIM_CUDA_DIAG_RING=3 (owners cut to the mean share) and 4 (no weight
+#    bytes: the loops' own compute ceiling), and memcheck on the two new paths' test models.
 cd "$(dirname "$0")/../.." || exit 1
 nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -o build/persist_probe bench/persist_probe.cu \
     > $OUT/probe_build.log 2>&1 || { tail -5 $OUT/probe_build.log; }
@@ -20,4 +21,12 @@ nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -Xptxas -v -o bui
     > $OUT/unit_build.log 2>&1 || { tail -5 $OUT/unit_build.log; }
 timeout 60 build/unit_probe > $OUT/unit_probe.md 2>&1; echo "unit probe rc=$?"
 cat $OUT/unit_probe.md
-sh bench/wip/s19_call4.sh
+A=GLIM_CUDA_UNIT_AHEAD T=GLIM_CUDA_TAIL_SPLIT R=GLIM_CUDA_DIAG_RING
+CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$A=1 new,$T=10 new,$R=4 new new,$A=1 new,$T=10 new,$R=3 new new,$A=1
+grep -E "^(FAIL|PASS)|info: (tail_split|ahead)" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
+grep -E "^decode with|^\| (qkvg|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=5) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'
+for t in tail_split ahead_bits; do
+    GLIM_REQUIRE_CUDA=1 CHECK_ONLY=$t timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        build/tests/test_cuda_forward > $OUT/memcheck_$t.log 2>&1
+    echo "memcheck $t rc=$? $(grep 'ERROR SUMMARY' $OUT/memcheck_$t.log | tail -1) $(grep -E '^(PASS|FAIL)' $OUT/memcheck_$t.log | tr '\n' ' ')"
+done

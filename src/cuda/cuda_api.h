@@ -36,7 +36,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
- * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT override
+ * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD override
  * the defaults; GLIM_CUDA_DIAG_WINDOW and GLIM_CUDA_DIAG_RING are timing diagnostics). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
@@ -141,6 +141,10 @@ typedef struct gcu_options {
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
+    int unit_ahead; /* the decode matvecs' loop loads each unit's registers while the one before it
+                       computes (k_dmv_tma's AHEAD kernel: MLX 4-bit on the integer path, block-
+                       owned row blocks, no split tail; the same bits). GLIM_CUDA_UNIT_AHEAD, 0:
+                       off (written in session 20 without a GPU: not measured) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -225,6 +229,8 @@ glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error 
 long gcu_dmv_chain_count(void);
 /* Decode matvec launches enqueued with a flag wait (GLIM_CUDA_FLAG_WAIT), likewise. */
 long gcu_dmv_flag_count(void);
+/* Decode matvec launches enqueued on the unit-ahead kernels (GLIM_CUDA_UNIT_AHEAD), for tests. */
+long gcu_dmv_ahead_count(void);
 /* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
 long gcu_dmv_tail_count(void);
 

@@ -25,7 +25,12 @@
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv_tma.cuh"
 
-template <int KIND, int PPS, bool SBF32, bool I8>
+/* AHEAD (GLIM_CUDA_UNIT_AHEAD; the integer path only): the loop loads each unit's registers
+ * while the one before it computes (tma_units). Its 12 more registers fit the 128 a thread has
+ * only without what the production calls do not use, so this kernel serves block-owned row
+ * blocks (d.bblocks) without a split tail or a ring diagnostic, which compile out of it (with
+ * them, ptxas spilled 130-258 bytes in its loop); dmv_plan picks it only for such calls. */
+template <int KIND, int PPS, bool SBF32, bool I8, bool AHEAD = false>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -42,6 +47,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     long long bu0, bun;
     TmaTail tl; /* GLIM_CUDA_TAIL_SPLIT: the owner's leftover piece (tl.part NULL: none) */
     tma_warp_units(d, own, ow, nw, wg, &u0, &u1, &bu0, &bun, &tl);
+    if constexpr (AHEAD) tl.part = NULL; /* no split tail here (the host's choice): compiled out */
     const int n = u1 - u0, S = d.tslots, C = d.tchunk, uw = a.unit_u4;
     const unsigned ub = (unsigned)uw * 16u;
     TmaRing r = {(uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * C * uw, bars[warp], S, C, 0, 0, 0u};
@@ -64,7 +70,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const size_t cstep = (size_t)C * uw;
     /* d.diag_ring 1, 2 (timing diagnostics, see DmvArgs): the chunks' sources dealt over the
      * grid's (1) or the owner's (2) warps, wrapping inside the matrix (or the owner's rows) */
-    const int deal = d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
+    const int deal = AHEAD ? 0 /* no diagnostics here */ : d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
     const uint4 *dbase = deal == 2 ? a.w + (size_t)bu0 * uw : a.w;
     const unsigned dn = deal == 2 ? (unsigned)nw : gridDim.x * DMV_WARPS, dw = deal == 2 ? ow : wg;
     const unsigned dtc = (unsigned)((deal == 2 ? bun : a.nunits) / C); /* whole chunks in the area */
@@ -76,7 +82,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             nsrc = dbase + (size_t)dnext * cstep;
             dnext += dn;
         }
-        if (d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
+        if (!AHEAD && d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
             gcu_mbar_expect_tx(&r.bar[slot], 0);
             nleft -= C;
             return;
@@ -178,14 +184,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         gcu_mbar_wait(&r.bar[0], 0);
         dmv_stamp(d, 4);
     }
-    tma_units<KIND, PPS, SBF32, I8>(d, m, r, u0, n, bu0, bun, tl, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
+    tma_units<KIND, PPS, SBF32, I8, AHEAD>(d, m, r, u0, n, bu0, bun, tl, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
                                     [&](int slot) {
         if (lane == 0 && nleft > 0) {
             gcu_fence_proxy_async();
             request(slot);
         }
     });
-    if (d.bblocks > 0)
+    if (AHEAD || d.bblocks > 0)
         tma_block_merge(a, tl, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
                         lane, warp, own);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
@@ -202,28 +208,31 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     gcu_tl_phases(d.tl, tl_t);
 }
 
-template <bool I8>
+template <bool I8, bool AHEAD>
 static const void *tma_pick(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return I8 ? NULL : (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false, false>;
+    if (kind == GCU_KIND_DENSE) return I8 || AHEAD ? NULL : (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false, false>;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false, I8>;
-    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true, I8>;
-    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false, I8>;
-    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true, I8>;
-    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false, I8>;
-    case 9: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true, I8>;
+    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false, I8, AHEAD>;
+    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true, I8, AHEAD>;
+    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false, I8, AHEAD>;
+    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true, I8, AHEAD>;
+    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false, I8, AHEAD>;
+    case 9: /* unit-ahead with fp32 scales in 4 parts: 16 bytes spilled (ptxas), so none */
+        if constexpr (AHEAD) return NULL;
+        else return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true, I8, AHEAD>;
     }
     return NULL;
 }
-const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8) {
-    return i8 ? tma_pick<true>(kind, pps, sbf32) : tma_pick<false>(kind, pps, sbf32);
+const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8, int ahead) {
+    if (ahead) return i8 ? tma_pick<true, true>(kind, pps, sbf32) : NULL;
+    return i8 ? tma_pick<true, false>(kind, pps, sbf32) : tma_pick<false, false>(kind, pps, sbf32);
 }
 
 int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }
 
 size_t dmv_tma_staging(const gcu_mat *m, int pro, int K, int cs) {
     const gcu_xfmt *f = &m->f;
-    if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32, 0) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
+    if (!dmv_tma_kernel(f->kind, f->pps, m->sbf32, 0, 0) || (pro != GCU_PRO_RAW && K > TMA_JM * DMV_THREADS) ||
         (m->unit_bytes & 15))
         return 0;
     const size_t np = (size_t)f->nspan * (f->kind == GCU_KIND_Q ? f->pps : 1), K4 = (size_t)(K + 3) & ~(size_t)3;

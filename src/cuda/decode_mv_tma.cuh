@@ -307,8 +307,14 @@ struct TmaRing {
  * into registers and through the tensor cores; at the end of each chunk refill(slot) is called
  * by every lane once the chunk's bytes are used (the slot may be requested again). Row blocks
  * end in the epilogue (d.bblocks: whole ones written, split ones kept in keep0 / keep1 for
- * tma_block_merge), in the deferred stream-K merge (d.defer_merge) or in mv_finish. */
-template <int KIND, int PPS, bool SBF32, bool I8, typename Refill>
+ * tma_block_merge), in the deferred stream-K merge (d.defer_merge) or in mv_finish.
+ * AHEAD (k_dmv_tma's unit-ahead kernel; block-owned row blocks only): unit j + 1 is loaded into
+ * registers before unit j is computed, so that its shared-memory latency overlaps unit j's
+ * arithmetic (a warp issues in order: otherwise every unit's loads stall it); across a chunk's
+ * end only if every lane sees the next chunk landed (gcu_mbar_test), else after unit j as
+ * without. A chunk's slot is then refilled once its last unit is in registers. The same
+ * arithmetic in the same order: the same bits. */
+template <int KIND, int PPS, bool SBF32, bool I8, bool AHEAD = false, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
                                           long long bu0, long long bun, const TmaTail &tl, int nw, int wg,
                                           float2 &keep0, float2 &keep1, const DmvSum *late, Refill refill) {
@@ -334,15 +340,9 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
     keep0 = keep1 = make_float2(0.0f, 0.0f);
     const uint4 *up = r.base + ((size_t)r.slot * C + r.k) * uw; /* the unit's place in the ring */
-    for (int j = 0; j < n; j++) {
-        if (r.k == 0) gcu_mbar_wait(&r.bar[r.slot], r.phase);
-        MvSlot<KIND, PPS, SBF32> u;
-        tma_unit_load(u, up, lane);
-        up += uw;
-        if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
-        else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
-        if (++r.k == C || j + 1 == n) {
-            /* the chunk's bytes are in every lane's registers and used: refill its slot */
+    /* past unit i: at a chunk's end (its bytes in every lane's registers) its slot is refilled */
+    auto step = [&](int i) {
+        if (++r.k == C || i + 1 == n) {
             __syncwarp();
             refill(r.slot);
             r.k = 0;
@@ -351,6 +351,36 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
                 r.phase ^= 1u;
                 up = r.base;
             }
+        }
+    };
+    MvSlot<KIND, PPS, SBF32> u; /* unit j (AHEAD: loaded while unit j - 1 was computed, if have) */
+    bool have = false;
+    for (int j = 0; j < n; j++) {
+        if (!have) {
+            if (r.k == 0) gcu_mbar_wait(&r.bar[r.slot], r.phase);
+            tma_unit_load(u, up, lane);
+            up += uw;
+            if constexpr (AHEAD) step(j);
+        }
+        if constexpr (AHEAD) {
+            MvSlot<KIND, PPS, SBF32> nx;
+            have = false;
+            if (j + 1 < n) {
+                const bool landed = r.k == 0 && __all_sync(0xffffffffu, gcu_mbar_test(&r.bar[r.slot], r.phase));
+                if (r.k != 0 || landed) {
+                    tma_unit_load(nx, up, lane);
+                    up += uw;
+                    step(j + 1);
+                    have = true;
+                }
+            }
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+            else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
+            if (have) u = nx;
+        } else {
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+            else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
+            step(j); /* the chunk's bytes used: its slot may be refilled */
         }
         if constexpr (I8) {
             dp += DMV_I8_SPAN_U4;
@@ -367,7 +397,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
                 vg[0] *= osc;
                 vh[0] *= osc;
             }
-            if (d.bblocks > 0) {
+            if (AHEAD || d.bblocks > 0) {
                 /* whole: written now (a leftover row block's piece into its slot); split: kept
                  * for the block's merge (first / last segment) */
                 int wf, wl;

@@ -96,6 +96,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
+    o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -647,6 +648,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.defer_merge = g->opt.defer_merge;
     c.diag_window_mb = g->opt.diag_window_mb;
     c.diag_ring = g->opt.diag_ring;
+    c.unit_ahead = g->opt.unit_ahead;
     c.stamps = s->prof_stamps;
     const int kind = M == &g->head ? GCU_TLK_HEAD : epi == GCU_EPI_SWIGLU ? GCU_TLK_GU
                      : src == s->aout ? GCU_TLK_O : src == s->act ? GCU_TLK_DOWN : GCU_TLK_QKVG;

@@ -217,6 +217,9 @@ typedef struct gcu_dmv_call {
                                   (DmvArgs.diag_window; timing only, the products are wrong);
                                   0: off */
     int diag_ring;             /* k_dmv_tma: DmvArgs.diag_ring (timing only); 0: off */
+    int unit_ahead;            /* k_dmv_tma's unit-ahead kernel where it can take the call (the
+                                  integer path, block-owned row blocks, no split tail, no ring
+                                  diagnostic); else ignored */
     /* GLIM_CUDA_TAIL_SPLIT (k_dmv_tma with block_rows, decode_mv_tma.cuh: TmaTail): a producer's
      * row blocks past the owners' last whole share are cut along the input over every owner,
      * whose sums go to tail.part (the rows are not written to out); its consumer (RESID/NORM
@@ -504,6 +507,15 @@ __device__ __forceinline__ void gcu_mbar_wait(uint64_t *bar, unsigned parity) {
                      "selp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done) : "r"(a), "r"(parity) : "memory");
     } while (!done);
+}
+/* Whether the phase of bar with this parity has completed, without waiting: a thread that sees
+ * it complete has the phase's bytes visible, as after gcu_mbar_wait. */
+__device__ __forceinline__ bool gcu_mbar_test(uint64_t *bar, unsigned parity) {
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(gcu_smem_addr(bar)), "r"(parity) : "memory");
+    return done != 0;
 }
 /* Orders this thread's (and, after a barrier, its group's) ordinary shared-memory accesses
  * before the copy engine's next writes. */
