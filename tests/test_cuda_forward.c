@@ -415,7 +415,8 @@ static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv
  * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
  * the separate kernels' bit for bit when those own their row blocks per block too
  * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
- * its sums); and the chain must really have run (its launch count). The chain needs the
+ * its sums) and keep their whole row blocks (GLIM_CUDA_TAIL_SPLIT=0, which gpu_check.sh may set:
+ * the chain has no split tail); and the chain must really have run (its launch count). The chain needs the
  * integer path on the shared-memory ring with whole row blocks, so the test sets those too. */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
