@@ -442,18 +442,19 @@ static void flag_bits_of(const char *name, glim_synth_spec spec) {
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 7, names, off, on, gcu_dmv_flag_count, spec.n_layers);
 }
 
-/* The unit-ahead kernel (GLIM_CUDA_UNIT_AHEAD=1: each decode matvec's loop loads the next
- * unit's registers while this one computes; k_dmv_tma's AHEAD) changes only when a unit's bytes
- * reach the registers, never the arithmetic or its order: every decoded token's logits equal the
- * default loop's bit for bit, and the kernel really ran (its launch count: every matvec of a
- * layer with block-owned row blocks, so at least n_layers). It serves the integer path on the
- * shared-memory ring with block rows and no split tail, which the test pins. */
-static void ahead_bits_of(const char *name, glim_synth_spec spec) {
+/* The lean kernels (GLIM_CUDA_UNIT_AHEAD=1: each decode matvec's loop loads the next unit's
+ * registers while this one computes; =2: the same lean kernel, block-owned row blocks only,
+ * without that) change only when a unit's bytes reach the registers, never the arithmetic or its
+ * order: every decoded token's logits equal the default kernel's bit for bit, and the lean
+ * kernel really ran (its launch count: every matvec of a layer, so at least n_layers). They
+ * serve the integer path on the shared-memory ring with block rows and no split tail, which the
+ * test pins. */
+static void lean_bits_of(const char *name, glim_synth_spec spec, const char *value) {
     static const char *const names[] = {"GLIM_CUDA_UNIT_AHEAD", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_DYN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_TAIL_SPLIT",
                                         "GLIM_CUDA_CHAIN"};
     static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0"};
-    static const char *const on[] = {"1", "1", "1", "1", "0", "31", "0", "0"};
+    const char *on[] = {value, "1", "1", "1", "0", "31", "0", "0"};
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
@@ -492,8 +493,9 @@ static void flag_bits(void) {
 
 static void ahead_bits(void) {
     NEED_GPU();
-    ahead_bits_of("ahead_tiny", switch_spec(0, 5));
-    ahead_bits_of("ahead_wide", switch_spec(1, 17));
+    lean_bits_of("ahead_tiny", switch_spec(0, 5), "1");
+    lean_bits_of("ahead_wide", switch_spec(1, 17), "1");
+    lean_bits_of("lean_wide", switch_spec(1, 19), "2");
 }
 
 /* The split tail (GLIM_CUDA_TAIL_SPLIT=10: o_proj's and down's row blocks past the blocks' last

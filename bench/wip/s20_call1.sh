@@ -9,7 +9,8 @@
 #    step, with 16, 8 and 32 warps, against the memory's pace.
 # 3. The tree's tests (forward with tail_split and ahead_bits, kernels, hooks; session_cuda.cu's
 #    move and the split tail are on every path), then in alternating processes the default
-#    against GLIM_CUDA_UNIT_AHEAD=1 (the loop's next unit loaded ahead), GLIM_CUDA_TAIL_SPLIT=10
+#    against GLIM_CUDA_UNIT_AHEAD=1 (the loop's next unit loaded ahead, in the lean kernel) and =2
+#    (the lean kernel alone: what the freed registers do), GLIM_CUDA_TAIL_SPLIT=10
 #    and the diagnostics GLIM_CUDA_DIAG_RING=3 (owners cut to the mean share) and 4 (no weight
 #    bytes: the loops' own compute ceiling), and memcheck on the two new paths' test models.
 cd "$(dirname "$0")/../.." || exit 1
@@ -22,7 +23,8 @@ nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -Xptxas -v -o bui
 timeout 60 build/unit_probe > $OUT/unit_probe.md 2>&1; echo "unit probe rc=$?"
 cat $OUT/unit_probe.md
 A=GLIM_CUDA_UNIT_AHEAD T=GLIM_CUDA_TAIL_SPLIT R=GLIM_CUDA_DIAG_RING
-CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$A=1 new,$T=10 new,$R=4 new new,$A=1 new,$T=10 new,$R=3 new new,$A=1
+CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$A=1 new,$A=2 new,$T=10 new,$R=4 new new,$A=1 new,$A=2 new,$T=10 \
+    new,$R=3 new new,$A=1
 grep -E "^(FAIL|PASS)|info: (tail_split|ahead)" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
 grep -E "^decode with|^\| (qkvg|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=5) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'
 for t in tail_split ahead_bits; do

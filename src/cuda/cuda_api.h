@@ -141,10 +141,11 @@ typedef struct gcu_options {
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
-    int unit_ahead; /* the decode matvecs' loop loads each unit's registers while the one before it
-                       computes (k_dmv_tma's AHEAD kernel: MLX 4-bit on the integer path, block-
-                       owned row blocks, no split tail; the same bits). GLIM_CUDA_UNIT_AHEAD, 0:
-                       off (written in session 20 without a GPU: not measured) */
+    int unit_ahead; /* 1: the decode matvecs' loop loads each unit's registers while the one before
+                       it computes, in a lean kernel (MLX 4-bit on the integer path, block-owned
+                       row blocks, no split tail; the same bits); 2: the same lean kernel without
+                       the loads ahead (the control: what the freed registers alone do).
+                       GLIM_CUDA_UNIT_AHEAD, 0: off (written in session 20 without a GPU) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -229,7 +230,7 @@ glim_status gcu_copy_bandwidth(uint64_t bytes, int reps, double *bw, glim_error 
 long gcu_dmv_chain_count(void);
 /* Decode matvec launches enqueued with a flag wait (GLIM_CUDA_FLAG_WAIT), likewise. */
 long gcu_dmv_flag_count(void);
-/* Decode matvec launches enqueued on the unit-ahead kernels (GLIM_CUDA_UNIT_AHEAD), for tests. */
+/* Decode matvec launches enqueued on the lean kernels (GLIM_CUDA_UNIT_AHEAD 1 or 2), for tests. */
 long gcu_dmv_ahead_count(void);
 /* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
 long gcu_dmv_tail_count(void);

@@ -233,14 +233,15 @@ static glim_status dmv_init(glim_error *err) {
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 3; p++)
             for (int f = 0; f < 10; f++) { /* scale type x ring 2..6 */
-                const void *fns[7] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
+                const void *fns[8] = {dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1)),
                                       kinds[k] == GCU_KIND_Q ? dmv_chain_kernel(pps[p], f & 1) : NULL,
                                       dmv_pick(kinds[k], pps[p], f & 1, 2 + (f >> 1), 1),
                                       kinds[k] == GCU_KIND_Q ? dmv_dyn_kernel(pps[p], f & 1, 2 + (f >> 1)) : NULL,
                                       dmv_tma_kernel(kinds[k], pps[p], f & 1, 0, 0),
                                       dmv_tma_kernel(kinds[k], pps[p], f & 1, 1, 0),
-                                      dmv_tma_kernel(kinds[k], pps[p], f & 1, 1, 1)};
-                for (int i = 0; i < 7; i++) {
+                                      dmv_tma_kernel(kinds[k], pps[p], f & 1, 1, 1),
+                                      dmv_tma_kernel(kinds[k], pps[p], f & 1, 1, 2)};
+                for (int i = 0; i < 8; i++) {
                     if (!fns[i]) continue;
                     cudaError_t e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          i == 1 ? DMV_CHAIN_SMEM_MAX
@@ -413,11 +414,13 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
             if (*blocks > c->m->nrb) *blocks = c->m->nrb;
             d->bblocks = *blocks;
         }
-        /* GLIM_CUDA_UNIT_AHEAD: the unit-ahead kernel, for the calls it was compiled for */
-        const void *ahead = c->unit_ahead && d->i8 && d->bblocks > 0 && !c->tail_part && !c->diag_ring
-                                ? dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 1)
-                                : NULL;
-        if (ahead) fn = ahead;
+        /* GLIM_CUDA_UNIT_AHEAD: a lean kernel (1: loads ahead, lean 2; 2: without, lean 1), for
+         * the calls it was compiled for */
+        const void *lean = (c->unit_ahead == 1 || c->unit_ahead == 2) && d->i8 && d->bblocks > 0 && !c->tail_part &&
+                                   !c->diag_ring
+                               ? dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead)
+                               : NULL;
+        if (lean) fn = lean;
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
     d->cluster = 1;
@@ -509,7 +512,7 @@ static long flag_count; /* launches enqueued with a flag wait (gcu_dmv_flag_coun
 extern "C" long gcu_dmv_flag_count(void) { return flag_count; }
 static long tail_count; /* launches enqueued with a split tail (gcu_dmv_tail_count) */
 extern "C" long gcu_dmv_tail_count(void) { return tail_count; }
-static long ahead_count; /* launches enqueued on a unit-ahead kernel (gcu_dmv_ahead_count) */
+static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_count) */
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
@@ -525,7 +528,10 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                   "decode matvec launch", err);
     if (s == GLIM_OK && d.flag_wait) flag_count++;
     if (s == GLIM_OK && d.tail_part) tail_count++;
-    if (s == GLIM_OK && smem && fn && fn == dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 1)) ahead_count++;
+    if (s == GLIM_OK && smem && fn &&
+        (fn == dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 1) ||
+         fn == dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 2)))
+        ahead_count++;
     return s;
 }
 

@@ -299,9 +299,10 @@ static __device__ __forceinline__ void dmv_stage(const DmvArgs &d, const DmvSmem
  * the staging bytes a call needs before its ring (128-aligned; 0: the kernel cannot take it, cs:
  * the staged column stride, dmv_cs), the slots of `chunk` units per warp ring that fit between
  * byte `off` and `cap` (at most max_slots when > 0; 0 if under 2), and both for one call: the bytes of dynamic
- * shared memory it needs (0: it cannot take the call), its slots and the ring's offset. ahead:
- * the kernel whose loop loads a unit ahead (the integer path only; NULL elsewhere). */
-const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8, int ahead);
+ * shared memory it needs (0: it cannot take the call), its slots and the ring's offset. lean 1,
+ * 2: the lean kernels (block-owned row blocks only; 2 loads a unit ahead; the integer path only,
+ * NULL elsewhere). */
+const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8, int lean);
 int dmv_tma_smem_cap(void);
 size_t dmv_tma_staging(const gcu_mat *m, int pro, int K, int cs);
 int dmv_tma_slots(const gcu_mat *m, size_t off, size_t cap, int chunk, int max_slots);

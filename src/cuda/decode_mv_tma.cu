@@ -25,13 +25,15 @@
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv_tma.cuh"
 
-/* AHEAD (GLIM_CUDA_UNIT_AHEAD; the integer path only): the loop loads each unit's registers
- * while the one before it computes (tma_units). Its 12 more registers fit the 128 a thread has
- * only without what the production calls do not use, so this kernel serves block-owned row
- * blocks (d.bblocks) without a split tail or a ring diagnostic, which compile out of it (with
- * them, ptxas spilled 130-258 bytes in its loop); dmv_plan picks it only for such calls. */
-template <int KIND, int PPS, bool SBF32, bool I8, bool AHEAD = false>
+/* LEAN (GLIM_CUDA_UNIT_AHEAD; the integer path only): 1, a kernel for block-owned row blocks
+ * (d.bblocks) without a split tail or a ring diagnostic, which compile out of it (dmv_plan picks
+ * it only for such calls); 2, the same whose loop also loads each unit's registers while the one
+ * before it computes (tma_units' AHEAD). Those 12 more registers fit the 128 a thread has only
+ * in the lean kernel: with the unused paths in, ptxas spilled 130-258 bytes in the loop. 1 is
+ * the control that tells the loads ahead from the registers freed. */
+template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
+    constexpr bool lean = LEAN > 0;
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
     __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
@@ -47,7 +49,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     long long bu0, bun;
     TmaTail tl; /* GLIM_CUDA_TAIL_SPLIT: the owner's leftover piece (tl.part NULL: none) */
     tma_warp_units(d, own, ow, nw, wg, &u0, &u1, &bu0, &bun, &tl);
-    if constexpr (AHEAD) tl.part = NULL; /* no split tail here (the host's choice): compiled out */
+    if constexpr (lean) tl.part = NULL; /* no split tail here (the host's choice): compiled out */
     const int n = u1 - u0, S = d.tslots, C = d.tchunk, uw = a.unit_u4;
     const unsigned ub = (unsigned)uw * 16u;
     TmaRing r = {(uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * C * uw, bars[warp], S, C, 0, 0, 0u};
@@ -70,7 +72,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const size_t cstep = (size_t)C * uw;
     /* d.diag_ring 1, 2 (timing diagnostics, see DmvArgs): the chunks' sources dealt over the
      * grid's (1) or the owner's (2) warps, wrapping inside the matrix (or the owner's rows) */
-    const int deal = AHEAD ? 0 /* no diagnostics here */ : d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
+    const int deal = lean ? 0 /* no diagnostics here */ : d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
     const uint4 *dbase = deal == 2 ? a.w + (size_t)bu0 * uw : a.w;
     const unsigned dn = deal == 2 ? (unsigned)nw : gridDim.x * DMV_WARPS, dw = deal == 2 ? ow : wg;
     const unsigned dtc = (unsigned)((deal == 2 ? bun : a.nunits) / C); /* whole chunks in the area */
@@ -82,7 +84,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             nsrc = dbase + (size_t)dnext * cstep;
             dnext += dn;
         }
-        if (!AHEAD && d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
+        if (!lean && d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
             gcu_mbar_expect_tx(&r.bar[slot], 0);
             nleft -= C;
             return;
@@ -184,14 +186,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         gcu_mbar_wait(&r.bar[0], 0);
         dmv_stamp(d, 4);
     }
-    tma_units<KIND, PPS, SBF32, I8, AHEAD>(d, m, r, u0, n, bu0, bun, tl, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
+    tma_units<KIND, PPS, SBF32, I8, LEAN>(d, m, r, u0, n, bu0, bun, tl, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
                                     [&](int slot) {
         if (lane == 0 && nleft > 0) {
             gcu_fence_proxy_async();
             request(slot);
         }
     });
-    if (AHEAD || d.bblocks > 0)
+    if (lean || d.bblocks > 0)
         tma_block_merge(a, tl, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
                         lane, warp, own);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
@@ -208,24 +210,25 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     gcu_tl_phases(d.tl, tl_t);
 }
 
-template <bool I8, bool AHEAD>
+template <bool I8, int LEAN>
 static const void *tma_pick(int kind, int pps, int sbf32) {
-    if (kind == GCU_KIND_DENSE) return I8 || AHEAD ? NULL : (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false, false>;
+    if (kind == GCU_KIND_DENSE) return I8 || LEAN ? NULL : (const void *)k_dmv_tma<GCU_KIND_DENSE, 1, false, false>;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false, I8, AHEAD>;
-    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true, I8, AHEAD>;
-    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false, I8, AHEAD>;
-    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true, I8, AHEAD>;
-    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false, I8, AHEAD>;
-    case 9: /* unit-ahead with fp32 scales in 4 parts: 16 bytes spilled (ptxas), so none */
-        if constexpr (AHEAD) return NULL;
-        else return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true, I8, AHEAD>;
+    case 2: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, false, I8, LEAN>;
+    case 3: return (const void *)k_dmv_tma<GCU_KIND_Q, 1, true, I8, LEAN>;
+    case 4: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, false, I8, LEAN>;
+    case 5: return (const void *)k_dmv_tma<GCU_KIND_Q, 2, true, I8, LEAN>;
+    case 8: return (const void *)k_dmv_tma<GCU_KIND_Q, 4, false, I8, LEAN>;
+    case 9: /* loads ahead with fp32 scales in 4 parts: 16 bytes spilled (ptxas), so none */
+        if constexpr (LEAN == 2) return NULL;
+        else return (const void *)k_dmv_tma<GCU_KIND_Q, 4, true, I8, LEAN>;
     }
     return NULL;
 }
-const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8, int ahead) {
-    if (ahead) return i8 ? tma_pick<true, true>(kind, pps, sbf32) : NULL;
-    return i8 ? tma_pick<true, false>(kind, pps, sbf32) : tma_pick<false, false>(kind, pps, sbf32);
+const void *dmv_tma_kernel(int kind, int pps, int sbf32, int i8, int lean) {
+    if (lean == 1) return i8 ? tma_pick<true, 1>(kind, pps, sbf32) : NULL;
+    if (lean == 2) return i8 ? tma_pick<true, 2>(kind, pps, sbf32) : NULL;
+    return i8 ? tma_pick<true, 0>(kind, pps, sbf32) : tma_pick<false, 0>(kind, pps, sbf32);
 }
 
 int dmv_tma_smem_cap(void) { return TMA_SMEM_MAX; }

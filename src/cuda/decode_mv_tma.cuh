@@ -308,16 +308,18 @@ struct TmaRing {
  * by every lane once the chunk's bytes are used (the slot may be requested again). Row blocks
  * end in the epilogue (d.bblocks: whole ones written, split ones kept in keep0 / keep1 for
  * tma_block_merge), in the deferred stream-K merge (d.defer_merge) or in mv_finish.
- * AHEAD (k_dmv_tma's unit-ahead kernel; block-owned row blocks only): unit j + 1 is loaded into
+ * LEAN (k_dmv_tma's lean kernels): 1 or 2, block-owned row blocks only (the other row ends
+ * compile out); 2 (AHEAD) also loads unit j + 1 into
  * registers before unit j is computed, so that its shared-memory latency overlaps unit j's
  * arithmetic (a warp issues in order: otherwise every unit's loads stall it); across a chunk's
  * end only if every lane sees the next chunk landed (gcu_mbar_test), else after unit j as
  * without. A chunk's slot is then refilled once its last unit is in registers. The same
  * arithmetic in the same order: the same bits. */
-template <int KIND, int PPS, bool SBF32, bool I8, bool AHEAD = false, typename Refill>
+template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
                                           long long bu0, long long bun, const TmaTail &tl, int nw, int wg,
                                           float2 &keep0, float2 &keep1, const DmvSum *late, Refill refill) {
+    constexpr bool AHEAD = LEAN == 2;
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, uw = a.unit_u4, C = r.C;
@@ -397,7 +399,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
                 vg[0] *= osc;
                 vh[0] *= osc;
             }
-            if (AHEAD || d.bblocks > 0) {
+            if (LEAN || d.bblocks > 0) {
                 /* whole: written now (a leftover row block's piece into its slot); split: kept
                  * for the block's merge (first / last segment) */
                 int wf, wl;

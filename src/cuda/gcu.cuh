@@ -217,9 +217,9 @@ typedef struct gcu_dmv_call {
                                   (DmvArgs.diag_window; timing only, the products are wrong);
                                   0: off */
     int diag_ring;             /* k_dmv_tma: DmvArgs.diag_ring (timing only); 0: off */
-    int unit_ahead;            /* k_dmv_tma's unit-ahead kernel where it can take the call (the
-                                  integer path, block-owned row blocks, no split tail, no ring
-                                  diagnostic); else ignored */
+    int unit_ahead;            /* 1 (loads a unit ahead) or 2 (without): k_dmv_tma's lean kernel
+                                  where it can take the call (the integer path, block-owned row
+                                  blocks, no split tail, no ring diagnostic); else ignored */
     /* GLIM_CUDA_TAIL_SPLIT (k_dmv_tma with block_rows, decode_mv_tma.cuh: TmaTail): a producer's
      * row blocks past the owners' last whole share are cut along the input over every owner,
      * whose sums go to tail.part (the rows are not written to out); its consumer (RESID/NORM
