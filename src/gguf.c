@@ -68,7 +68,11 @@ static glim_status truncated(cursor *c, const char *field, uint64_t need) {
 }
 
 static glim_status take(cursor *c, void *dst, size_t n, const char *field) {
-    if (n > c->len - c->off) return truncated(c, field, n);
+    if (n > c->len - c->off) {
+        truncated(c, field, n);
+        return GLIM_E_FORMAT; /* (spelled out: callers read dst only when this is GLIM_OK, and the
+                               * compiler cannot see that glim_fail returns its code) */
+    }
     memcpy(dst, c->p + c->off, n);
     c->off += n;
     return GLIM_OK;
