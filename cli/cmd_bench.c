@@ -351,7 +351,7 @@ static int run_bench(const bench_opts *o) {
     if (o->variants) {
         emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
         gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[40];
+        struct { const char *name; gcu_options o; } v[48];
         int nv = 0;
         v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging and row blocks shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
         v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
@@ -385,10 +385,14 @@ static int run_bench(const bench_opts *o) {
         v[nv].name = "qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
         v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
         v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
-        v[nv].name = "the consumer norm's scale on the row sums after the loop, not on the staged row (GLIM_CUDA_LATE_NORM=1)", v[nv].o = base, v[nv++].o.late_norm = 1;
+        v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
+        v[nv].name = "o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
+        v[nv].name = "the matvec loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv++].o.unit_ahead = 1;
+        v[nv].name = "the lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv++].o.unit_ahead = 2;
         /* not a configuration: the token with (nearly) no weight traffic, so what the decode
          * matvecs' instructions and the fixed costs alone allow (session 14) */
         v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
+        v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes at all (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
         for (int i = 0; i < nv; i++) {
             gcu_model_set_options(m, &v[i].o);
             if (gcu_session_new(m, 4096, 64, 0, &s, &err) != GLIM_OK) break;
