@@ -313,7 +313,7 @@ struct TmaRing {
  * registers before unit j is computed, so that its shared-memory latency overlaps unit j's
  * arithmetic (a warp issues in order: otherwise every unit's loads stall it); across a chunk's
  * end only if every lane sees the next chunk landed (gcu_mbar_test), else after unit j as
- * without. A chunk's slot is then refilled once its last unit is in registers. The same
+ * without. A chunk's slot is refilled once its last unit is computed, as without. The same
  * arithmetic in the same order: the same bits. */
 template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
@@ -342,47 +342,64 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     int pend = -1; /* GLIM_CUDA_DEFER_MERGE: the split row block whose arrival is deferred */
     keep0 = keep1 = make_float2(0.0f, 0.0f);
     const uint4 *up = r.base + ((size_t)r.slot * C + r.k) * uw; /* the unit's place in the ring */
-    /* past unit i: at a chunk's end (its bytes in every lane's registers) its slot is refilled */
-    auto step = [&](int i) {
-        if (++r.k == C || i + 1 == n) {
-            __syncwarp();
-            refill(r.slot);
-            r.k = 0;
-            if (++r.slot == r.S) {
-                r.slot = 0;
-                r.phase ^= 1u;
-                up = r.base;
-            }
+    /* past unit i: at a chunk's end the ring moves to the next slot, and the slot done is
+     * returned (else -1) for refill() once its units are computed (then its bytes are used, not
+     * merely loaded: the copy engine may overwrite it) */
+    auto advance = [&](int i) -> int {
+        if (++r.k < C && i + 1 < n) return -1;
+        const int done = r.slot;
+        r.k = 0;
+        if (++r.slot == r.S) {
+            r.slot = 0;
+            r.phase ^= 1u;
+            up = r.base;
         }
+        return done;
     };
     MvSlot<KIND, PPS, SBF32> u; /* unit j (AHEAD: loaded while unit j - 1 was computed, if have) */
     bool have = false;
+    int done_u = -1; /* AHEAD: the slot unit j completed when it was loaded, to refill after it */
     for (int j = 0; j < n; j++) {
         if (!have) {
             if (r.k == 0) gcu_mbar_wait(&r.bar[r.slot], r.phase);
             tma_unit_load(u, up, lane);
             up += uw;
-            if constexpr (AHEAD) step(j);
+            if constexpr (AHEAD) done_u = advance(j);
         }
         if constexpr (AHEAD) {
             MvSlot<KIND, PPS, SBF32> nx;
+            int done_nx = -1;
             have = false;
             if (j + 1 < n) {
                 const bool landed = r.k == 0 && __all_sync(0xffffffffu, gcu_mbar_test(&r.bar[r.slot], r.phase));
                 if (r.k != 0 || landed) {
                     tma_unit_load(nx, up, lane);
                     up += uw;
-                    step(j + 1);
+                    done_nx = advance(j + 1);
                     have = true;
                 }
             }
             if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
             else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
-            if (have) u = nx;
+            if (done_u >= 0) { /* the last unit of its chunk is computed: refill the slot */
+                __syncwarp();
+                refill(done_u);
+            }
+            if (have) u = nx, done_u = done_nx;
         } else {
             if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
             else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
-            step(j); /* the chunk's bytes used: its slot may be refilled */
+            if (++r.k == C || j + 1 == n) {
+                /* the chunk's bytes are in every lane's registers and used: refill its slot */
+                __syncwarp();
+                refill(r.slot);
+                r.k = 0;
+                if (++r.slot == r.S) {
+                    r.slot = 0;
+                    r.phase ^= 1u;
+                    up = r.base;
+                }
+            }
         }
         if constexpr (I8) {
             dp += DMV_I8_SPAN_U4;
