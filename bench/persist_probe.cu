@@ -37,6 +37,9 @@
 
 #include "cuda/gcu.cuh"
 
+#define PROBE_NAME "persist_probe"
+#include "probe_common.cuh"
+
 enum { MAX_STEPS = 52 * 5 + 1 };
 
 /* How a product's bytes are dealt out to the blocks. */
@@ -305,15 +308,6 @@ static void trace_report(const Args &a, const unsigned long long *dtrace, int sm
     free(tr);
 }
 
-#define CK(x)                                                                                         \
-    do {                                                                                              \
-        cudaError_t e_ = (x);                                                                         \
-        if (e_ != cudaSuccess) {                                                                      \
-            fprintf(stderr, "persist_probe: %s: %s\n", #x, cudaGetErrorString(e_));                  \
-            exit(1);                                                                                  \
-        }                                                                                             \
-    } while (0)
-
 int main(int argc, char **argv) {
     const int L = argc > 1 ? atoi(argv[1]) : 52;
     if (L < 1 || L > 52) {
@@ -337,27 +331,10 @@ int main(int argc, char **argv) {
     CK(cudaMalloc(&w, total));
     CK(cudaMemset(w, 0x5a, total));
     /* the copy bandwidth the engine's floor uses: device to device, read + written */
-    const size_t cb = 1ull << 30;
-    void *c0, *c1;
-    CK(cudaMalloc(&c0, cb));
-    CK(cudaMalloc(&c1, cb));
+    const double bw = probe_copy_bandwidth();
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    CK(cudaMemcpy(c1, c0, cb, cudaMemcpyDeviceToDevice));
-    float best = 1e30f;
-    for (int r = 0; r < 5; r++) {
-        float ms;
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms < best) best = ms;
-    }
-    CK(cudaFree(c0));
-    CK(cudaFree(c1));
-    const double bw = 2.0 * cb / (best * 1e-3);
     const double floor_ms = total / bw * 1e3;
     printf("persist_probe: %d SMs, %d layers, %.2f GB per token, copy bandwidth %.0f GB/s, floor %.3f ms "
            "(%.1f tok/s)\n", sms, L, total / 1e9, bw / 1e9, floor_ms, 1e3 / floor_ms);

@@ -23,6 +23,9 @@
 
 #include "cuda/decode_mv_tma.cuh"
 
+#define PROBE_NAME "unit_probe"
+#include "probe_common.cuh"
+
 enum { PPS = 2, NSPAN = 52 /* 6656 / 128: gate/up's and qkvg's row */, RING = 4 /* units per warp (the decode's ring holds 9; for compute the count does not matter) */ };
 enum { V_PLAIN, V_AHEAD, V_PAIRS };
 enum { CHUNK = 3 }; /* units per bulk copy in the decode (9-unit rings of 3 slots) */
@@ -116,15 +119,6 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
     out[blockIdx.x * blockDim.x + threadIdx.x] = keep + acc[0] + acc[1] + acc2[0];
 }
 
-#define CK(x)                                                                                         \
-    do {                                                                                              \
-        cudaError_t e_ = (x);                                                                         \
-        if (e_ != cudaSuccess) {                                                                      \
-            fprintf(stderr, "unit_probe: %s: %s\n", #x, cudaGetErrorString(e_));                     \
-            exit(1);                                                                                  \
-        }                                                                                             \
-    } while (0)
-
 template <int V, int NT>
 static double run(int sms, int warps, const uint4 *src, float *out, unsigned long long *ns, int units, size_t smem) {
     CK(cudaFuncSetAttribute(k_units<V, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -148,26 +142,7 @@ int main(void) {
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     /* the copy bandwidth the engine's floor uses: device to device, read + written */
-    const size_t cb = 1ull << 30;
-    void *c0, *c1;
-    CK(cudaMalloc(&c0, cb));
-    CK(cudaMalloc(&c1, cb));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float bestc = 1e30f;
-    for (int r = 0; r < 5; r++) {
-        float ms;
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(c1, c0, cb, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms < bestc) bestc = ms;
-    }
-    CK(cudaFree(c0));
-    CK(cudaFree(c1));
-    const double bw = 2.0 * cb / (bestc * 1e-3), pace = bw / sms / 1152.0 / 1e6; /* units / us / SM */
+    const double bw = probe_copy_bandwidth(), pace = bw / sms / 1152.0 / 1e6; /* units / us / SM */
     /* random bytes; the scale and bias words (uint4 64..71 of each unit) and the groups' (E, sum)
      * are set to small finite floats so that no NaN or denormal slows the arithmetic */
     const int maxw = 32, total = dig_u4() + ex_u4() + maxw * RING * unit_u4();
