@@ -25,12 +25,13 @@
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv_tma.cuh"
 
-/* LEAN (GLIM_CUDA_UNIT_AHEAD; the integer path only): 1, a kernel for block-owned row blocks
- * (d.bblocks) without a split tail or a ring diagnostic, which compile out of it (dmv_plan picks
- * it only for such calls); 2, the same whose loop also loads each unit's registers while the one
- * before it computes (tma_units' AHEAD). Those 12 more registers fit the 128 a thread has only
- * in the lean kernel: with the unused paths in, ptxas spilled 130-258 bytes in the loop. 1 is
- * the control that tells the loads ahead from the registers freed. */
+/* LEAN (the integer path only): 1, a kernel for block-owned row blocks (d.bblocks) without a
+ * split tail or a ring diagnostic, which compile out of it (dmv_plan picks it only for such
+ * calls); 2, the same whose loop also loads each unit's registers while the one before it
+ * computes (tma_units' AHEAD). Those 12 more registers fit the 128 a thread has only in the lean
+ * kernel: with the unused paths in, ptxas spilled 130-258 bytes in the loop. GLIM_CUDA_UNIT_AHEAD
+ * =1 runs LEAN 2; =2 runs LEAN 1, the control that tells the loads ahead from the registers
+ * freed. */
 template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     constexpr bool lean = LEAN > 0;

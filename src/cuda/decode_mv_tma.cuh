@@ -309,12 +309,12 @@ struct TmaRing {
  * end in the epilogue (d.bblocks: whole ones written, split ones kept in keep0 / keep1 for
  * tma_block_merge), in the deferred stream-K merge (d.defer_merge) or in mv_finish.
  * LEAN (k_dmv_tma's lean kernels): 1 or 2, block-owned row blocks only (the other row ends
- * compile out); 2 (AHEAD) also loads unit j + 1 into
- * registers before unit j is computed, so that its shared-memory latency overlaps unit j's
- * arithmetic (a warp issues in order: otherwise every unit's loads stall it); across a chunk's
- * end only if every lane sees the next chunk landed (gcu_mbar_test), else after unit j as
- * without. A chunk's slot is refilled once its last unit is computed, as without. The same
- * arithmetic in the same order: the same bits. */
+ * compile out); 2 (AHEAD) also loads unit j + 1 into registers before unit j is computed, so
+ * that its shared-memory latency overlaps unit j's arithmetic (a warp issues in order:
+ * otherwise every unit's loads stall it); across a chunk's end only if every lane sees the next
+ * chunk landed (gcu_mbar_test), else after unit j as without. A chunk's slot is refilled once
+ * its last unit is computed, as without. The same arithmetic in the same order: the same
+ * bits. */
 template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
                                           long long bu0, long long bun, const TmaTail &tl, int nw, int wg,
