@@ -391,6 +391,15 @@ static int dmv_cluster_grid(const void *fn, size_t smem, int blocks, int want, i
 }
 
 /* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
+/* GLIM_CUDA_UNIT_AHEAD (c->unit_ahead 1: loads ahead, LEAN 2; 2: without, LEAN 1): the lean
+ * k_dmv_tma for a call on the shared-memory ring planned into d, where one was compiled for it
+ * (the integer path, block-owned row blocks, no split tail, no ring diagnostic); else NULL. */
+static const void *dmv_lean_kernel(const gcu_dmv_call *c, const DmvArgs *d) {
+    if ((c->unit_ahead != 1 && c->unit_ahead != 2) || !d->i8 || d->bblocks == 0 || c->tail_part || c->diag_ring)
+        return NULL;
+    return dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead);
+}
+
 static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs *d, int *blocks, size_t *smem,
                             glim_error *err) {
     glim_status s = dmv_init(err);
@@ -414,12 +423,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
             if (*blocks > c->m->nrb) *blocks = c->m->nrb;
             d->bblocks = *blocks;
         }
-        /* GLIM_CUDA_UNIT_AHEAD: a lean kernel (1: loads ahead, lean 2; 2: without, lean 1), for
-         * the calls it was compiled for */
-        const void *lean = (c->unit_ahead == 1 || c->unit_ahead == 2) && d->i8 && d->bblocks > 0 && !c->tail_part &&
-                                   !c->diag_ring
-                               ? dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead)
-                               : NULL;
+        const void *lean = dmv_lean_kernel(c, d);
         if (lean) fn = lean;
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
@@ -528,10 +532,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                   "decode matvec launch", err);
     if (s == GLIM_OK && d.flag_wait) flag_count++;
     if (s == GLIM_OK && d.tail_part) tail_count++;
-    if (s == GLIM_OK && smem && fn &&
-        (fn == dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 1) ||
-         fn == dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 2)))
-        ahead_count++;
+    if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     return s;
 }
 
