@@ -73,7 +73,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const size_t cstep = (size_t)C * uw;
     /* d.diag_ring 1, 2 (timing diagnostics, see DmvArgs): the chunks' sources dealt over the
      * grid's (1) or the owner's (2) warps, wrapping inside the matrix (or the owner's rows) */
-    const int deal = lean ? 0 /* no diagnostics here */ : d.diag_ring == 2 && d.bblocks == 0 ? 1 : d.diag_ring <= 2 ? d.diag_ring : 0;
+    const int deal = lean ? 0 /* no diagnostics here */
+                     : d.diag_ring == 2 && d.bblocks == 0 ? 1
+                     : d.diag_ring <= 2                    ? d.diag_ring
+                                                           : 0;
     const uint4 *dbase = deal == 2 ? a.w + (size_t)bu0 * uw : a.w;
     const unsigned dn = deal == 2 ? (unsigned)nw : gridDim.x * DMV_WARPS, dw = deal == 2 ? ow : wg;
     const unsigned dtc = (unsigned)((deal == 2 ? bun : a.nunits) / C); /* whole chunks in the area */
