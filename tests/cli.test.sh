@@ -158,27 +158,11 @@ expect run_context_full 0 "stopped: context full" "$B" run -m "$D" --tokens $P -
     --ignore-eos
 
 # -p: the demo checkpoint has no tokenizer.json (an error that says so); with a tiny byte-level
-# BPE tokenizer.json added, "hi hi" is BOS 1, "hi" 5, " hi" 7, and must generate exactly what
-# --tokens 1,5,7 does; "hix" holds id 600, outside the demo vocabulary
+# BPE tokenizer.json added (tests/support/tiny_tokenizer.json), "hi hi" is BOS 1, "hi" 5, " hi" 7,
+# and must generate exactly what --tokens 1,5,7 does; "hix" holds id 600, outside the demo
+# vocabulary
 expect run_text_prompt_no_tokenizer 1 "has no tokenizer.json" "$B" run -m "$D" -p "hi"
-cat >"$D/tokenizer.json" <<'EOF'
-{"added_tokens": [{"id": 1, "content": "<|begin_of_text|>", "single_word": false,
-  "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
- "normalizer": null,
- "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-  "use_regex": true},
- "post_processor": {"type": "TemplateProcessing",
-  "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
-             {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
-  "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [1],
-                     "tokens": ["<|begin_of_text|>"]}}},
- "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
-  "use_regex": true},
- "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": true,
-  "vocab": {"h": 3, "i": 4, "hi": 5, "\u0120": 6, "\u0120hi": 7, "\u0120h": 8, "x": 600},
-  "merges": ["h i", "\u0120 h", "\u0120h i"]}}
-EOF
+cp "$(dirname "$0")/support/tiny_tokenizer.json" "$D/tokenizer.json"
 "$B" run -m "$D" -p "hi hi" --ids -n 6 --temp 0 --ignore-eos >"$tmp/p1" 2>"$tmp/p1.err"
 rp=$?
 "$B" run -m "$D" --tokens 1,5,7 -n 6 --temp 0 --ignore-eos >"$tmp/p2" 2>/dev/null

@@ -35,26 +35,10 @@ expect extract_oov 2 "99999" \
     "$B" steer-extract -m "$tmp/model" --positive "$tmp/oov.txt" --negative "$tmp/neg.txt" -o "$tmp/x.gguf"
 
 # Text prompt lines go through the checkpoint's tokenizer (BOS added): with a tiny byte-level
-# BPE tokenizer.json, "hi hi" is 1,5,7 and "hi" is 1,5, so text and id files give the same file.
+# BPE tokenizer.json (tests/support/tiny_tokenizer.json, shared with cli.test.sh), "hi hi" is 1,5,7
+# and "hi" is 1,5, so text and id files give the same file.
 mkdir -p "$tmp/tm" && cp "$tmp/model"/* "$tmp/tm/"
-cat >"$tmp/tm/tokenizer.json" <<'EOF'
-{"added_tokens": [{"id": 1, "content": "<|begin_of_text|>", "single_word": false,
-  "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
- "normalizer": null,
- "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-  "use_regex": true},
- "post_processor": {"type": "TemplateProcessing",
-  "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
-             {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
-  "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [1],
-                     "tokens": ["<|begin_of_text|>"]}}},
- "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
-  "use_regex": true},
- "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": true,
-  "vocab": {"h": 3, "i": 4, "hi": 5, "\u0120": 6, "\u0120hi": 7, "\u0120h": 8},
-  "merges": ["h i", "\u0120 h", "\u0120h i"]}}
-EOF
+cp "$(dirname "$0")/support/tiny_tokenizer.json" "$tmp/tm/tokenizer.json"
 printf 'hi hi\nhi\n' >"$tmp/ptext.txt"
 printf '1,5,7\n1,5\n' >"$tmp/pids.txt"
 "$B" steer-extract -m "$tmp/tm" --positive "$tmp/ptext.txt" --negative "$tmp/neg.txt" -o "$tmp/t1.gguf" >/dev/null 2>"$tmp/t1.err"
