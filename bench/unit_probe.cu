@@ -11,6 +11,9 @@
  *   plain     load a unit, compute it (as tma_units does)
  *   ahead     the next unit's registers loaded before this one is computed (software pipeline)
  *   pairs     two units per step into two accumulator sets (two independent chains)
+ *   core      plain without the per-group epilogue (scales, the digits' combination, the fp32
+ *             sums): the unit's loads, nibble masks and four mma only, their integer sums
+ *             carried along the row; plain's rate against core's says what the epilogue costs
  * each with 16 warps (the decode's block), 8 (is the SM issue-bound or latency-bound?) and 32 (at
  * most 64 registers a thread: what a 1024-thread decode block, whose prologue would keep half the
  * elements per thread, could have).
@@ -27,15 +30,31 @@
 #include "probe_common.cuh"
 
 enum { PPS = 2, NSPAN = 52 /* 6656 / 128: gate/up's and qkvg's row */, RING = 4 /* units per warp (the decode's ring holds 9; for compute the count does not matter) */ };
-enum { V_PLAIN, V_AHEAD, V_PAIRS };
+enum { V_PLAIN, V_AHEAD, V_PAIRS, V_CORE, NV };
 enum { CHUNK = 3 }; /* units per bulk copy in the decode (9-unit rings of 3 slots) */
 /* Where the decode waits on a chunk's mbarrier (an asm with a memory clobber): the compiler may
  * not move shared-memory loads across it, so the probe keeps the same fence every CHUNK units. */
 __device__ __forceinline__ void chunk_fence(int j) {
     if (j % CHUNK == CHUNK - 1) asm volatile("" ::: "memory");
 }
-static const char *const vname[] = {"plain", "ahead", "pairs"};
+static const char *const vname[NV] = {"plain", "ahead", "pairs", "core"};
 typedef MvSlot<GCU_KIND_Q, PPS, false> Unit;
+
+/* dmv_unit_i8's integer half alone (V_CORE): the same digit loads, masks and mma, the sums
+ * carried in dd across the row instead of scaled per group. The unit's scale words are loaded
+ * (tma_unit_load) and folded in by one integer add so that their loads are not dropped. */
+__device__ __forceinline__ void unit_core(const Unit &s, const uint4 *dp, bool bvalid, int dd[4]) {
+    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
+    const uint32_t M = 0x0F0F0F0Fu;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
+        const uint4 &b = i < 2 ? b01 : b23;
+        const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
+        gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
+    }
+    dd[3] += (int)(s.sb[0] ^ s.sb[PPS - 1]);
+}
 
 /* Shared memory: the digits of one staged row (NSPAN spans), its (E, sum) per group, then each
  * warp's ring of RING units (72 uint4 each: 64 of nibbles, 8 of scales and biases). */
@@ -87,6 +106,24 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
             dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
             u = nx;
             if (++sp == NSPAN) {
+                float vg[1], vh[1];
+                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
+                keep += vg[0] + vh[0];
+                sp = 0;
+            }
+        }
+    } else if (V == V_CORE) {
+        int dd[4] = {0, 0, 0, 0};
+        for (int j = 0; j < units; j++) {
+            Unit u;
+            tma_unit_load(u, ring + k * unit_u4(), lane);
+            if (++k == RING) k = 0;
+            unit_core(u, dl + sp * DMV_I8_SPAN_U4, dvalid, dd);
+            chunk_fence(j);
+            if (++sp == NSPAN) {
+                acc[0] += (float)(dd[0] * 128 + dd[1]);
+                acc[1] += (float)(dd[2] * 128 + dd[3]);
+                dd[0] = dd[1] = dd[2] = dd[3] = 0;
                 float vg[1], vh[1];
                 dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
                 keep += vg[0] + vh[0];
@@ -171,17 +208,19 @@ int main(void) {
     for (int i = 0; i < 3; i++) {
         const int warps = wl[i];
         const size_t smem = sizeof(uint4) * (dig_u4() + ex_u4() + warps * RING * unit_u4());
-        double r[3];
+        double r[NV];
         if (warps == 32) {
             r[0] = run<V_PLAIN, 1024>(sms, warps, src, out, ns, units, smem);
             r[1] = run<V_AHEAD, 1024>(sms, warps, src, out, ns, units, smem);
             r[2] = run<V_PAIRS, 1024>(sms, warps, src, out, ns, units, smem);
+            r[3] = run<V_CORE, 1024>(sms, warps, src, out, ns, units, smem);
         } else {
             r[0] = run<V_PLAIN, 512>(sms, warps, src, out, ns, units, smem);
             r[1] = run<V_AHEAD, 512>(sms, warps, src, out, ns, units, smem);
             r[2] = run<V_PAIRS, 512>(sms, warps, src, out, ns, units, smem);
+            r[3] = run<V_CORE, 512>(sms, warps, src, out, ns, units, smem);
         }
-        for (int v = 0; v < 3; v++) printf("| %s | %d | %.1f | %.2f |\n", vname[v], warps, r[v], r[v] / pace);
+        for (int v = 0; v < NV; v++) printf("| %s | %d | %.1f | %.2f |\n", vname[v], warps, r[v], r[v] / pace);
         fflush(stdout);
     }
     free(h);
