@@ -533,97 +533,76 @@ __device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bo
     return (n + c - 1) / c;
 }
 
-/* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
- * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
-__device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
-                                        unsigned long long *tl_t) {
-    extern __shared__ float at_base[];
-    /* blockIdx.x: kv head x head group. Over short spans of keys (a.group_keys) the HG blocks
-     * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
-     * ones only group 0 runs, with all G heads, so K and V are read once. */
-    const int HG = a.hgroups > 1 ? a.hgroups : 1;
-    const int t = blockIdx.z;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int D = a.D, Gfull = a.H / a.Hkv, D4 = D / 4;
-    /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
-     * started (the trigger counts only then, so none of these still waits for an SM) and streams
-     * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
-    if (a.trig_early) gcu_pdl_trigger();
-    /* the position comes from the host before the graph starts: it may be read before the wait */
-    const int pos = *a.pos0 + t;
-    const int k0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, k1 = pos + 1;
-    const int n = k1 - k0;
+/* What one block serves: token t at position pos, its keys' plan (at_plan), and its (kv head,
+ * head group, split) with the keys [my0, my1) and query heads head0 .. head0 + G - 1. */
+struct AtRole {
+    int t, pos, n, nsp, chunk, per, G, ng, kvh, hgi, sp, head0, my0, my1;
     bool grouped;
-    int chunk, per;
-    const int nsp = at_plan(a, HG, n, &grouped, &chunk, &per);
-    const int G = grouped ? Gfull / HG : Gfull;
-    AtSmem sm = at_smem(at_base, G, D, a.nsplit, a.kv32, a.tiles2);
+};
+
+/* The block's role (at_body's first step, before the wait: everything here is known from the
+ * host's position); false for a block of the grid with no work at this position. */
+__device__ __forceinline__ bool at_role(const gcu_attn_call &a, int HG, AtRole *r) {
+    r->t = blockIdx.z;
+    /* the position comes from the host before the graph starts: it may be read before the wait */
+    r->pos = *a.pos0 + r->t;
+    const int k0 = a.window > 0 && r->pos - a.window + 1 > 0 ? r->pos - a.window + 1 : 0, k1 = r->pos + 1;
+    r->n = k1 - k0;
+    r->nsp = at_plan(a, HG, r->n, &r->grouped, &r->chunk, &r->per);
+    r->G = r->grouped ? a.H / a.Hkv / HG : a.H / a.Hkv;
     /* which (kv head, head group, split) this block serves. The grid is sized for the most
      * splits and groups any position may need; a.pack numbers its blocks split-major over the
      * groups in use, so that the blocks with work come first and the hardware starts them
      * first (numbered as launched, the working blocks of a long full layer without head groups
      * sat among three times as many empty ones, and the last started ~12 us late). */
-    int kvh, hgi, sp;
-    const int ng = a.Hkv * (grouped ? HG : 1); /* the (kv head, head group) pairs in use */
+    r->ng = a.Hkv * (r->grouped ? HG : 1); /* the (kv head, head group) pairs in use */
     if (a.pack) {
         const int b = blockIdx.x + gridDim.x * blockIdx.y;
-        if (b >= ng * nsp) return;
-        sp = b / ng;
-        kvh = (b % ng) / (grouped ? HG : 1);
-        hgi = (b % ng) % (grouped ? HG : 1);
+        if (b >= r->ng * r->nsp) return false;
+        r->sp = b / r->ng;
+        r->kvh = (b % r->ng) / (r->grouped ? HG : 1);
+        r->hgi = (b % r->ng) % (r->grouped ? HG : 1);
     } else {
-        kvh = blockIdx.x / HG, hgi = blockIdx.x % HG, sp = blockIdx.y;
-        if ((!grouped && hgi > 0) || sp >= nsp) return;
+        r->kvh = blockIdx.x / HG, r->hgi = blockIdx.x % HG, r->sp = blockIdx.y;
+        if ((!r->grouped && r->hgi > 0) || r->sp >= r->nsp) return false;
     }
-    const int head0 = kvh * Gfull + (grouped ? hgi * G : 0); /* this block's first query head */
-    const int my0 = k0 + sp * chunk, my1 = my0 + chunk < k1 ? my0 + chunk : k1;
-    const float *row = a.qkvg + (size_t)t * a.ldq;
-    /* Decode: the cache rows of every key but the newest (which this kernel writes, and which
-     * is read from kbuf instead) were written by earlier tokens, so the first tile is requested
-     * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
-     * keys in the kernel before: after the wait. */
-    const int nv0 = my1 - my0 < GCU_ATT_TILE ? my1 - my0 : GCU_ATT_TILE;
-    if (fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
-    /* RoPE's factors depend on the position only: before the wait, off the critical path (at
-     * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
-    GcuRope rope = {};
-    if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, D, pos, lane);
-    /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits) wait on
-     * the previous matvec's arrivals instead of its grid's completion */
-    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(ng * nsp));
-    else gcu_pdl_wait();
-    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
-    if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
-    if (!fused) at_tile_request(a, sm, kvh, my0, nv0, 0);
+    r->head0 = r->kvh * (a.H / a.Hkv) + (r->grouped ? r->hgi * r->G : 0); /* this block's first query head */
+    r->my0 = k0 + r->sp * r->chunk;
+    r->my1 = r->my0 + r->chunk < k1 ? r->my0 + r->chunk : k1;
+    return true;
+}
 
-    /* q of this kv head's G query heads (and, in the block with the newest key, k and v) */
+/* q of the block's G query heads into sm.qs (fused: normed, scaled and rotated here; in the
+ * last split's blocks also the newest k and v, which head group 0 writes to the cache), the
+ * running max and sum reset, and on the tensor cores q's fragments. Ends past a barrier. */
+__device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
+                                           const float *row, int fused, const GcuRope &rope, bool mma) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, D = a.D, G = r.G;
     if (fused) {
         const bool rp = a.inv_freq != NULL;
         for (int h = warp; h < G; h += AT_WARPS)
-            gcu_prep_head_at(row + (size_t)(head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
-        if (sp == nsp - 1 && warp == AT_WARPS - 1) {
+            gcu_prep_head_at(row + (size_t)(r.head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
+        if (r.sp == r.nsp - 1 && warp == AT_WARPS - 1) {
             /* the newest key and value: head group 0 writes them to the cache; every block of
              * the last split keeps its own copy, rounded as the cache stores it */
-            gcu_prep_head_at(row + (size_t)a.H * D + (size_t)kvh * D, sm.kbuf, D, a.eps, 1.0f, rope, rp, lane);
-            size_t slot = (size_t)(pos % a.R);
-            const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)kvh * D;
+            gcu_prep_head_at(row + (size_t)a.H * D + (size_t)r.kvh * D, sm.kbuf, D, a.eps, 1.0f, rope, rp, lane);
+            size_t slot = (size_t)(r.pos % a.R);
+            const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)r.kvh * D;
             for (int d = lane; d < D; d += 32) {
                 float kv = sm.kbuf[d], vv = v[d];
-                if (hgi == 0) gcu_kv_store(a, (slot * a.Hkv + kvh) * D + d, kv, vv);
+                if (r.hgi == 0) gcu_kv_store(a, (slot * a.Hkv + r.kvh) * D + d, kv, vv);
                 sm.kbuf[d] = a.kv32 ? kv : __bfloat162float(__float2bfloat16_rn(kv));
                 sm.vbuf[d] = a.kv32 ? vv : __bfloat162float(__float2bfloat16_rn(vv));
             }
         }
     } else {
-        const float *q = a.qn + (size_t)t * a.H * D + (size_t)head0 * D;
+        const float *q = a.qn + (size_t)r.t * a.H * D + (size_t)r.head0 * D;
         for (int i = tid; i < G * D; i += GCU_ATT_THREADS) sm.qs[i] = q[i];
     }
-    const int newest = fused && sp == nsp - 1 ? pos : -1;
     for (int h = tid; h < G; h += GCU_ATT_THREADS) {
         sm.m[h] = -INFINITY;
         sm.l[h] = 0.0f;
     }
-    const bool mma = at_use_mma(a, G, my1 - my0);
     if (mma) /* the probabilities' rows past G stay zero */
         for (int i = G * AT_PROW + tid; i < 16 * AT_PROW; i += GCU_ATT_THREADS)
             sm.ph[i] = sm.pl[i] = __float2bfloat16_rn(0.0f);
@@ -632,12 +611,15 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         at_q_fragments(sm, G, D);
         __syncthreads();
     }
+}
 
-    float4 o[AT_MAXC];
-#pragma unroll
-    for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
-    if (a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
+/* The block's keys, a tile at a time: scores, online softmax, the weighted values into o (fp32
+ * path: this thread's float4 outputs) or omma (tensor cores: the fragments). The first tile was
+ * requested by at_body. newest: the key read from kbuf / vbuf (-1: none). */
+__device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r, int kvh,
+                                         bool mma, int newest, float4 o[AT_MAXC], float omma[2][4],
+                                         unsigned long long *tl_t) {
+    const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, my0 = r.my0, my1 = r.my1;
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
@@ -712,17 +694,24 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         }
         __syncthreads();
     }
+}
 
-    if (mma) at_pv_mma_out(a, sm, G, omma, o);
-    if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
+/* After the tiles (o: this thread's float4 outputs): with several splits, this block's partial
+ * goes to a.part and the last blocks of its (token, kv head[, head group]) to arrive merge them;
+ * the merged outputs are normalised, gated (at_gate_store) and, with has_f, this kv head's slice
+ * of the o_proj input is staged. Every return is the whole block's. */
+__device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
+                                          const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
+    const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
+    const bool grouped = r.grouped;
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
     /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
     const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
     const int ngrp = a.T * a.Hkv * (grouped ? HG : 1); /* the mergers' counters follow */
     /* pmerge: one token, every split resident at once (per > 0), no o_proj staging here */
-    const bool pm = a.pmerge > 1 && a.T == 1 && !has_f && per > 0;
-    float *mine = a.part + ((size_t)grp * a.nsplit + sp) * pstride;
+    const bool pm = a.pmerge > 1 && a.T == 1 && !has_f && r.per > 0;
+    float *mine = a.part + ((size_t)grp * a.nsplit + r.sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
         for (int c = 0; c < AT_MAXC; c++) {
@@ -761,7 +750,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             for (int h = role; h < G; h += Mg) {
                 float4 ov;
                 at_merge_head(base, pstride, sm, G, D, nsp, h, &ov);
-                if (tid < D4) at_gate_store(a, sm, row, t, head0, h, tid, ov, NULL);
+                if (tid < D4) at_gate_store(a, sm, row, t, r.head0, h, tid, ov, NULL);
             }
             /* the last merger done resets both counters for the next launch */
             if (tid == 0 && atomicAdd(&a.counters[ngrp + grp], 1) == Mg - 1) {
@@ -778,18 +767,70 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        at_gate_store(a, sm, row, t, head0, h, d4, o[c], out);
+        at_gate_store(a, sm, row, t, r.head0, h, d4, o[c], out);
     }
     if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
     __syncthreads();
     /* stage this kv head's slice of the o_proj input (whole spans: checked by the host) */
     const int span_el = f.kind == GCU_KIND_DENSE ? 32 : 128 * 4 / f.bits;
-    const int e0 = head0 * D;
+    const int e0 = r.head0 * D;
     auto x = [&](int e) { return out[e - e0]; };
     gcu_stage_spans(f, x, e0 / span_el, (e0 + G * D) / span_el, a.xs + (size_t)(2 * t) * f.kx,
                     a.xs + (size_t)(2 * t + 1) * f.kx, a.xsum + (size_t)t * f.nspan * f.pps,
                     tid, GCU_ATT_THREADS);
+}
+
+/* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
+ * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
+__device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
+                                        unsigned long long *tl_t) {
+    extern __shared__ float at_base[];
+    /* blockIdx.x: kv head x head group. Over short spans of keys (a.group_keys) the HG blocks
+     * of a kv head take G/HG query heads each (more blocks for a short latency chain); over long
+     * ones only group 0 runs, with all G heads, so K and V are read once. */
+    const int HG = a.hgroups > 1 ? a.hgroups : 1;
+    const int tid = threadIdx.x, lane = tid & 31;
+    /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
+     * started (the trigger counts only then, so none of these still waits for an SM) and streams
+     * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
+    if (a.trig_early) gcu_pdl_trigger();
+    AtRole r;
+    const bool work = at_role(a, HG, &r);
+    AtSmem sm = at_smem(at_base, r.G, a.D, a.nsplit, a.kv32, a.tiles2);
+    if (!work) return;
+    const int kvh = r.kvh;
+    const float *row = a.qkvg + (size_t)r.t * a.ldq;
+    /* Decode: the cache rows of every key but the newest (which this kernel writes, and which
+     * is read from kbuf instead) were written by earlier tokens, so the first tile is requested
+     * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
+     * keys in the kernel before: after the wait. */
+    const int nv0 = r.my1 - r.my0 < GCU_ATT_TILE ? r.my1 - r.my0 : GCU_ATT_TILE;
+    if (fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+    /* RoPE's factors depend on the position only: before the wait, off the critical path (at
+     * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
+    GcuRope rope = {};
+    if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, a.D, r.pos, lane);
+    /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits) wait on
+     * the previous matvec's arrivals instead of its grid's completion */
+    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(r.ng * r.nsp));
+    else gcu_pdl_wait();
+    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
+    if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
+    if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+
+    const int newest = fused && r.sp == r.nsp - 1 ? r.pos : -1;
+    const bool mma = at_use_mma(a, r.G, r.my1 - r.my0);
+    at_prepare(a, sm, r, row, fused, rope, mma);
+    float4 o[AT_MAXC];
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
+    if (a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
+    at_tiles(a, sm, r, kvh, mma, newest, o, omma, tl_t);
+    if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
+    if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
+    at_finish(a, f, has_f, sm, r, HG, row, o);
 }
 
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
