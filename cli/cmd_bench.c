@@ -245,6 +245,146 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
               "| --- | --- | --- | --- | --- | --- |\n");
 }
 
+/* The model bench times: the synthetic 30B (o->synthetic) or the checkpoint o->dir on the CUDA
+ * backend (*gm then owns *m). Prints what it is; 0, or 1 after saying why not. */
+static int bench_model(const bench_opts *o, FILE *out, gcu_model **m, glim_model **gm, int *vocab) {
+    glim_error err = {0};
+    double t0 = now();
+    *m = NULL, *gm = NULL;
+    if (o->synthetic) {
+        glim_config c = config_30b(o->layers);
+        glim_status st = gcu_model_synthetic(&c, o->bits, o->group, 1234, m, &err);
+        free(c.layer_is_full), free(c.layer_rope_theta), free(c.inv_freq);
+        if (st != GLIM_OK) {
+            fprintf(stderr, "%s: %s\n", CMD, err.message);
+            return 1;
+        }
+        *vocab = 202048;
+        emit(out, "model: synthetic Muse Glimmer 30B shapes, %d layers, MLX %d-bit group %d, bf16 "
+                  "scales/biases (made on the GPU in %.1f s)\n", o->layers, o->bits, o->group, now() - t0);
+    } else {
+        glim_model_params mp = {"cuda", 0};
+        if (glim_model_open(o->dir, &mp, gm, &err) != GLIM_OK) {
+            fprintf(stderr, "%s: %s\n", CMD, err.message);
+            return 1;
+        }
+        *m = (gcu_model *)(*gm)->backend_model;
+        *vocab = glim_model_get_info(*gm)->vocab_size;
+        emit(out, "model: %s (loaded in %.1f s)\n", o->dir, now() - t0);
+    }
+    return 0;
+}
+
+/* --profile: each kind of kernel alone, 20 back to back (gcu_profile), after one token. */
+static void bench_profile(gcu_session *s, int vocab, double bw, FILE *out) {
+    glim_error err = {0};
+    float *lg = malloc(sizeof(float) * vocab);
+    int32_t t1 = 1;
+    gcu_prof_row rows[32];
+    int n = 0;
+    if (lg && gcu_forward(s, &t1, 1, 0, GLIM_LOGITS_LAST, lg, &err) == GLIM_OK) n = gcu_profile(s, 0, rows, 32, &err);
+    if (err.message[0]) fprintf(stderr, "%s: --profile: %s\n", CMD, err.message);
+    emit(out, "| kernel alone (20 back to back, no PDL) | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
+    for (int i = 0; i < n; i++) {
+        if (rows[i].bytes > 0)
+            emit(out, "| %s | %.1f | %.0f | %.1f%% |\n", rows[i].name, rows[i].ms * 1e3,
+                 rows[i].bytes / (rows[i].ms * 1e-3) / 1e9, 100.0 * rows[i].bytes / (rows[i].ms * 1e-3) / bw);
+        else
+            emit(out, "| %s | %.1f | | |\n", rows[i].name, rows[i].ms * 1e3);
+    }
+    emit(out, "\n");
+    free(lg);
+}
+
+/* The prefill row: a warm-up chunk, then an o->prompt-token prompt from position 0 in chunks of
+ * 64 (the server's and the CLI's chunk). */
+static void bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *out) {
+    glim_error err = {0};
+    int32_t *p = malloc(sizeof(int32_t) * o->prompt);
+    float *lg = malloc(sizeof(float) * vocab);
+    if (!p || !lg) {
+        fprintf(stderr, "%s: prefill: out of memory\n", CMD);
+        free(p), free(lg);
+        return;
+    }
+    for (int i = 0; i < o->prompt; i++) p[i] = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
+    gcu_forward(s, p, 32, 0, GLIM_LOGITS_NONE, NULL, &err);
+    double a = now();
+    glim_status st = GLIM_OK;
+    for (int done = 0; done < o->prompt && st == GLIM_OK; done += 64) {
+        int n = o->prompt - done < 64 ? o->prompt - done : 64;
+        st = gcu_forward(s, p + done, n, done, done + n == o->prompt ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE, lg, &err);
+    }
+    double dt = now() - a;
+    if (st != GLIM_OK) fprintf(stderr, "%s: prefill: %s\n", CMD, err.message);
+    else emit(out, "| prefill %d tokens | %.1f | %.3f | | | |\n", o->prompt, o->prompt / dt, 1e3 * dt / o->prompt);
+    free(p), free(lg);
+}
+
+/* --variants: decode at context 0 with one switch changed from the defaults per row (the
+ * switches of gcu_options, each named with its environment variable and the session that made
+ * it the default or refuted it), then the defaults back. */
+static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double bw, FILE *out) {
+    glim_error err = {0};
+    emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
+    gcu_options base = gcu_options_default();
+    struct { const char *name; gcu_options o; } v[48];
+    int nv = 0;
+    v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging and row blocks shared by clusters of 2, the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores, graph, PDL, o_proj launched early)", v[nv++].o = base;
+    v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
+    v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
+    v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
+    v[nv].name = "register ring, integer path, sequentially consistent fences", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.fence_sc = 1;
+    v[nv].name = "bf16 hi/lo on the shared-memory ring (GLIM_CUDA_I8=0)", v[nv].o = base, v[nv++].o.i8 = 0;
+    v[nv].name = "shared-memory ring of 3 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 3;
+    v[nv].name = "shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv++].o.tma_chunk = 3;
+    v[nv].name = "shared-memory ring of 4 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 4;
+    v[nv].name = "shared-memory ring requested whole at block start (GLIM_CUDA_LATE_RING=0, session 6's default)", v[nv].o = base, v[nv++].o.late_ring = 0;
+    v[nv].name = "shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv++].o.late_ring = 1;
+    v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
+    v[nv].name = "stream-K ranges over the grid, split row blocks merged through global memory at the end of a warp's range (GLIM_CUDA_BLOCK_ROWS=0, session 10's default)", v[nv].o = base, v[nv++].o.block_rows = 0;
+    v[nv].name = "stream-K, a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv].o.block_rows = 0, v[nv++].o.defer_merge = 0;
+    v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
+    v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
+    v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
+    v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
+    v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
+    v[nv].name = "down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv++].o.block_rows = 23;
+    v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;
+    v[nv].name = "down's row blocks owned by each block, not by its cluster of 2 (GLIM_CUDA_CLUSTER_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.cluster_rows = 0;
+    v[nv].name = "o_proj's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_O=4)", v[nv].o = base, v[nv++].o.tma_slots_o = 4;
+    v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
+    v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;
+    v[nv].name = "qkvg's and o_proj's rings 4 slots of 2 units", v[nv].o = base, v[nv].o.tma_slots_qkvg = 4, v[nv++].o.tma_slots_o = 4;
+    v[nv].name = "a layer's o / gate-up / down / next qkvg in one launch, each warp's ring running on across them, as many slots of 2 units as fit (GLIM_CUDA_CHAIN=1)", v[nv].o = base, v[nv++].o.chain = 1;
+    v[nv].name = "the same chain with 2 slots of 2 units (GLIM_CUDA_CHAIN=1 GLIM_CUDA_CHAIN_SLOTS=2)", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.chain_slots = 2;
+    v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
+    v[nv].name = "qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
+    v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
+    v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
+    v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
+    v[nv].name = "o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
+    v[nv].name = "the matvec loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv++].o.unit_ahead = 1;
+    v[nv].name = "the lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv++].o.unit_ahead = 2;
+    /* not a configuration: the token with (nearly) no weight traffic, so what the decode
+     * matvecs' instructions and the fixed costs alone allow (session 14) */
+    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
+    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes at all (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
+    for (int i = 0; i < nv; i++) {
+        gcu_session *s = NULL;
+        gcu_model_set_options(m, &v[i].o);
+        if (gcu_session_new(m, 4096, 64, 0, &s, &err) != GLIM_OK) {
+            fprintf(stderr, "%s: --variants: %s\n", CMD, err.message);
+            break;
+        }
+        decode_res r;
+        if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0)
+            emit(out, "| %s | %.1f | %.3f | %.1f%% |\n", v[i].name, r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);
+        gcu_session_free(s);
+    }
+    gcu_model_set_options(m, &base);
+}
+
 static int run_bench(const bench_opts *o) {
     glim_error err = {0};
     char dev[160];
@@ -253,68 +393,29 @@ static int run_bench(const bench_opts *o) {
     if (o->out && !out) fprintf(stderr, "%s: cannot open %s for appending\n", CMD, o->out);
     emit(out, "device: %s\n", dev);
     double bw = 0;
-    if (gcu_copy_bandwidth(1ull << 30, 21, &bw, &err) != GLIM_OK) {
-        fprintf(stderr, "%s: %s\n", CMD, err.message);
-        return 1;
-    }
-    emit(out, "copy bandwidth (device to device, read + write): %.1f GB/s\n", bw / 1e9);
-
     gcu_model *m = NULL;
     glim_model *gm = NULL;
-    int vocab;
-    double t0 = now();
-    if (o->synthetic) {
-        glim_config c = config_30b(o->layers);
-        glim_status st = gcu_model_synthetic(&c, o->bits, o->group, 1234, &m, &err);
-        free(c.layer_is_full), free(c.layer_rope_theta), free(c.inv_freq);
-        if (st != GLIM_OK) {
-            fprintf(stderr, "%s: %s\n", CMD, err.message);
-            return 1;
-        }
-        vocab = 202048;
-        emit(out, "model: synthetic Muse Glimmer 30B shapes, %d layers, MLX %d-bit group %d, bf16 "
-                  "scales/biases (made on the GPU in %.1f s)\n", o->layers, o->bits, o->group, now() - t0);
-    } else {
-        glim_model_params mp = {"cuda", 0};
-        if (glim_model_open(o->dir, &mp, &gm, &err) != GLIM_OK) {
-            fprintf(stderr, "%s: %s\n", CMD, err.message);
-            return 1;
-        }
-        m = (gcu_model *)gm->backend_model;
-        vocab = glim_model_get_info(gm)->vocab_size;
-        emit(out, "model: %s (loaded in %.1f s)\n", o->dir, now() - t0);
+    gcu_session *s = NULL;
+    int vocab, rc = 1;
+    if (gcu_copy_bandwidth(1ull << 30, 21, &bw, &err) != GLIM_OK) {
+        fprintf(stderr, "%s: %s\n", CMD, err.message);
+        goto done;
     }
+    emit(out, "copy bandwidth (device to device, read + write): %.1f GB/s\n", bw / 1e9);
+    if (bench_model(o, out, &m, &gm, &vocab) != 0) goto done;
     uint64_t wb = gcu_model_weight_bytes(m);
     emit(out, "weight bytes read per token: %.3f GB; device bytes: %.3f GB\n", wb / 1e9,
          gcu_model_device_bytes(m) / 1e9);
 
     int ctxs[3] = {0, 4096, 32768};
     int n_ctx = 32768 + o->n_decode + 64;
-    gcu_session *s = NULL;
     if (gcu_session_new(m, n_ctx, 64, 0, &s, &err) != GLIM_OK) {
         fprintf(stderr, "%s: %s\n", CMD, err.message);
-        return 1;
+        goto done;
     }
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
-    if (o->profile) {
-        float *lg = malloc(sizeof(float) * vocab);
-        int32_t t1 = 1;
-        gcu_prof_row rows[32];
-        int n = 0;
-        if (gcu_forward(s, &t1, 1, 0, GLIM_LOGITS_LAST, lg, &err) == GLIM_OK)
-            n = gcu_profile(s, 0, rows, 32, &err);
-        emit(out, "| kernel alone (20 back to back, no PDL) | us | GB/s | fraction of copy bw |\n| --- | --- | --- | --- |\n");
-        for (int i = 0; i < n; i++) {
-            if (rows[i].bytes > 0)
-                emit(out, "| %s | %.1f | %.0f | %.1f%% |\n", rows[i].name, rows[i].ms * 1e3,
-                     rows[i].bytes / (rows[i].ms * 1e-3) / 1e9, 100.0 * rows[i].bytes / (rows[i].ms * 1e-3) / bw);
-            else
-                emit(out, "| %s | %.1f | | |\n", rows[i].name, rows[i].ms * 1e3);
-        }
-        emit(out, "\n");
-        free(lg);
-    }
+    if (o->profile) bench_profile(s, vocab, bw, out);
     for (int k = 0; k < 3; k++) {
         int pos = ctxs[k];
         if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
@@ -328,85 +429,18 @@ static int run_bench(const bench_opts *o) {
              1e3 / r.tok_s, r.gpu_ms, floor_ms, 100.0 * r.floor_frac);
         if (o->timeline) timeline_table(out, s, pos);
     }
-    if (o->prompt > 0) {
-        int32_t *p = malloc(sizeof(int32_t) * o->prompt);
-        float *lg = malloc(sizeof(float) * vocab);
-        for (int i = 0; i < o->prompt; i++) p[i] = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
-        /* warm-up chunk, then the timed prompt from position 0 */
-        gcu_forward(s, p, 32, 0, GLIM_LOGITS_NONE, NULL, &err);
-        double a = now();
-        glim_status st = GLIM_OK;
-        for (int done = 0; done < o->prompt && st == GLIM_OK; done += 64) {
-            int n = o->prompt - done < 64 ? o->prompt - done : 64;
-            st = gcu_forward(s, p + done, n, done, done + n == o->prompt ? GLIM_LOGITS_LAST : GLIM_LOGITS_NONE,
-                             lg, &err);
-        }
-        double dt = now() - a;
-        if (st != GLIM_OK) fprintf(stderr, "%s: prefill: %s\n", CMD, err.message);
-        else emit(out, "| prefill %d tokens | %.1f | %.3f | | | |\n", o->prompt, o->prompt / dt, 1e3 * dt / o->prompt);
-        free(p), free(lg);
-    }
+    if (o->prompt > 0) bench_prefill(s, vocab, o, out);
     gcu_session_free(s);
+    s = NULL;
     if (o->hooks) bench_hooks(m, vocab, o, bw, out);
-    if (o->variants) {
-        emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
-        gcu_options base = gcu_options_default();
-        struct { const char *name; gcu_options o; } v[48];
-        int nv = 0;
-        v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging and row blocks shared by clusters of 2, graph, PDL, o_proj launched early)", v[nv++].o = base;
-        v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
-        v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
-        v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
-        v[nv].name = "register ring, integer path, sequentially consistent fences", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.fence_sc = 1;
-        v[nv].name = "bf16 hi/lo on the shared-memory ring (GLIM_CUDA_I8=0)", v[nv].o = base, v[nv++].o.i8 = 0;
-        v[nv].name = "shared-memory ring of 3 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 3;
-        v[nv].name = "shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv++].o.tma_chunk = 3;
-        v[nv].name = "shared-memory ring of 4 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 4;
-        v[nv].name = "shared-memory ring requested whole at block start (GLIM_CUDA_LATE_RING=0, session 6's default)", v[nv].o = base, v[nv++].o.late_ring = 0;
-        v[nv].name = "shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv++].o.late_ring = 1;
-        v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
-        v[nv].name = "stream-K ranges over the grid, split row blocks merged through global memory at the end of a warp's range (GLIM_CUDA_BLOCK_ROWS=0, session 10's default)", v[nv].o = base, v[nv++].o.block_rows = 0;
-        v[nv].name = "stream-K, a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv].o.block_rows = 0, v[nv++].o.defer_merge = 0;
-        v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
-        v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
-        v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
-        v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
-        v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
-        v[nv].name = "down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv++].o.block_rows = 23;
-        v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;
-        v[nv].name = "down's row blocks owned by each block, not by its cluster of 2 (GLIM_CUDA_CLUSTER_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.cluster_rows = 0;
-        v[nv].name = "o_proj's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_O=4)", v[nv].o = base, v[nv++].o.tma_slots_o = 4;
-        v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
-        v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;
-        v[nv].name = "qkvg's and o_proj's rings 4 slots of 2 units", v[nv].o = base, v[nv].o.tma_slots_qkvg = 4, v[nv++].o.tma_slots_o = 4;
-        v[nv].name = "a layer's o / gate-up / down / next qkvg in one launch, each warp's ring running on across them, as many slots of 2 units as fit (GLIM_CUDA_CHAIN=1)", v[nv].o = base, v[nv++].o.chain = 1;
-        v[nv].name = "the same chain with 2 slots of 2 units (GLIM_CUDA_CHAIN=1 GLIM_CUDA_CHAIN_SLOTS=2)", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.chain_slots = 2;
-        v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
-        v[nv].name = "qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
-        v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
-        v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
-        v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
-        v[nv].name = "o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
-        v[nv].name = "the matvec loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv++].o.unit_ahead = 1;
-        v[nv].name = "the lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv++].o.unit_ahead = 2;
-        /* not a configuration: the token with (nearly) no weight traffic, so what the decode
-         * matvecs' instructions and the fixed costs alone allow (session 14) */
-        v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
-        v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes at all (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
-        for (int i = 0; i < nv; i++) {
-            gcu_model_set_options(m, &v[i].o);
-            if (gcu_session_new(m, 4096, 64, 0, &s, &err) != GLIM_OK) break;
-            decode_res r;
-            if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0)
-                emit(out, "| %s | %.1f | %.3f | %.1f%% |\n", v[i].name, r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);
-            gcu_session_free(s);
-        }
-        gcu_model_set_options(m, &base);
-    }
+    if (o->variants) bench_variants(m, vocab, o, bw, out);
+    rc = 0;
+done:
+    if (s) gcu_session_free(s);
     if (gm) glim_model_close(gm);
-    else gcu_model_free(m);
+    else if (m) gcu_model_free(m);
     if (out) fclose(out);
-    return 0;
+    return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
