@@ -458,6 +458,17 @@ static void lean_bits_of(const char *name, glim_synth_spec spec, const char *val
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
+/* The attention timing diagnostic (GLIM_CUDA_DIAG_ATT_TWICE=1: decode attention runs its tiles a
+ * second time from scratch) must leave every output as it was: every decoded token's logits equal
+ * the single pass's bit for bit, on the tensor-core tiles and on the fp32 ones (mma), and the
+ * second pass really ran (its launch count: one attention launch per layer and token). */
+static void twice_bits_of(const char *name, glim_synth_spec spec, const char *mma) {
+    static const char *const names[] = {"GLIM_CUDA_DIAG_ATT_TWICE", "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
+    const char *off[] = {"0", mma, "1"};
+    const char *on[] = {"1", mma, "1"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 3, names, off, on, gcu_attn_twice_count, spec.n_layers);
+}
+
 /* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows
  * fewer than the SMs, so grids cut to the row blocks) and wide (groups of 64, more row blocks
  * than SMs for gate/up and the head, a 1408-wide down). */
@@ -477,6 +488,12 @@ static glim_synth_spec switch_spec(int wide, uint64_t seed) {
         s.sliding_window = 16;
     }
     return s;
+}
+
+static void twice_bits(void) {
+    NEED_GPU();
+    twice_bits_of("twice_mma", switch_spec(1, 23), "1");
+    twice_bits_of("twice_fp32", switch_spec(1, 29), "0");
 }
 
 static void chain_bits(void) {
@@ -618,6 +635,7 @@ int main(void) {
     RUN(chain_bits);
     RUN(flag_bits);
     RUN(ahead_bits);
+    RUN(twice_bits);
     RUN(tail_split);
     RUN(rewind_on_gpu);
     char cmd[600];

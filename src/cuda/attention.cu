@@ -615,7 +615,8 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
 
 /* The block's keys, a tile at a time: scores, online softmax, the weighted values into o (fp32
  * path: this thread's float4 outputs) or omma (tensor cores: the fragments). The first tile was
- * requested by at_body. newest: the key read from kbuf / vbuf (-1: none). */
+ * requested by at_body. newest: the key read from kbuf / vbuf (-1: none). tl_t: the timeline's
+ * stamps (NULL: none taken). */
 __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r, int kvh,
                                          bool mma, int newest, float4 o[AT_MAXC], float omma[2][4],
                                          unsigned long long *tl_t) {
@@ -630,7 +631,7 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
             if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
             at_tile_wait(0);
         }
-        if (a.tl && tid == 0 && tile0 == my0) tl_t[4] = gcu_tl_now(); /* the first tile is in */
+        if (tl_t && a.tl && tid == 0 && tile0 == my0) tl_t[4] = gcu_tl_now(); /* the first tile is in */
         if (mma) {
             /* the tensor cores read whole tiles: the newest key and value from this block's
              * copies, rows past the split's end zero (stale rows could hold NaNs, and 0 x NaN
@@ -827,7 +828,26 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
     if (a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
-    at_tiles(a, sm, r, kvh, mma, newest, o, omma, tl_t);
+    /* GLIM_CUDA_DIAG_ATT_TWICE (timing only): a second pass over the tiles from scratch, the
+     * first one requested anew (the single buffer holds the split's last); the same sums, so the
+     * same outputs, and "tiles' math" (first tile in -> tiles done) spans both passes. A loop,
+     * not a second call, so that the kernel's code is not twice as long for it */
+    for (int pass = 0;; pass++) {
+        at_tiles(a, sm, r, kvh, mma, newest, o, omma, pass ? NULL : tl_t);
+        if (!a.diag_twice || pass) break;
+        __syncthreads();
+        at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+        for (int h = tid; h < r.G; h += GCU_ATT_THREADS) {
+            sm.m[h] = -INFINITY;
+            sm.l[h] = 0.0f;
+        }
+#pragma unroll
+        for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) omma[i][e] = 0.0f;
+    }
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
     at_finish(a, f, has_f, sm, r, HG, row, o);
@@ -884,6 +904,9 @@ static dim3 at_grid(const gcu_attn_call *c, int HG) {
     return dim3((unsigned)(c->Hkv * HG), ny, (unsigned)c->T);
 }
 
+static long twice_count; /* launches enqueued with diag_twice (gcu_attn_twice_count) */
+extern "C" long gcu_attn_twice_count(void) { return twice_count; }
+
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
     int G = c->H / c->Hkv;
@@ -912,9 +935,11 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (has_f) f = *c->f;
     a.f = NULL;
     void *args[] = {&a, &f, &has_f, &fused};
-    return gcu_check(gcu_launch((const void *)k_attention, at_grid(c, HG), dim3(GCU_ATT_THREADS), smem, st, c->pdl,
-                                args),
-                     "attention launch", err);
+    glim_status s = gcu_check(gcu_launch((const void *)k_attention, at_grid(c, HG), dim3(GCU_ATT_THREADS), smem, st,
+                                         c->pdl, args),
+                              "attention launch", err);
+    if (s == GLIM_OK && a.diag_twice) twice_count++;
+    return s;
 }
 
 extern "C" int gcu_attn_blocks(const gcu_attn_call *c, int fused) {

@@ -154,6 +154,10 @@ typedef struct gcu_options {
                       than the products need (DmvArgs.diag_ring): 1 and 2 other address
                       patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
                       bytes at all (the loops' own compute ceiling); GLIM_CUDA_DIAG_RING, 0: off */
+    int diag_att_twice; /* TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice,
+                           the second time from scratch (gcu_attn_call.diag_twice), so that the
+                           timeline's "tiles' math" adds what a pass costs with its code, constants
+                           and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE, 0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -232,6 +236,8 @@ long gcu_dmv_chain_count(void);
 long gcu_dmv_flag_count(void);
 /* Decode matvec launches enqueued on the lean kernels (GLIM_CUDA_UNIT_AHEAD 1 or 2), for tests. */
 long gcu_dmv_ahead_count(void);
+/* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
+long gcu_attn_twice_count(void);
 /* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
 long gcu_dmv_tail_count(void);
 

@@ -97,6 +97,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
     o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 0);
+    o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -499,6 +500,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pmerge = g->opt.att_pmerge;
     c.pack = g->opt.att_pack;
     c.fence_sc = g->opt.fence_sc;
+    c.diag_twice = T == 1 && g->opt.diag_att_twice;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);

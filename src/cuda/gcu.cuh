@@ -337,6 +337,8 @@ typedef struct gcu_attn_call {
                                   one query head each (opt.att_pmerge; 0: the last block merges
                                   all G) */
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
+    int diag_twice;            /* timing diagnostic (opt.diag_att_twice): the tiles twice, the
+                                  second pass from scratch; the same outputs */
     /* GLIM_CUDA_FLAG_WAIT, decode (fused, T = 1) only: as gcu_dmv_call's. Every block of the grid
      * (gcu_attn_blocks) arrives on flag_arrive at its end, the empty ones too; the working
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */

@@ -1,11 +1,12 @@
 #!/bin/sh
-# s20_call2.sh (session 20, prepared, not run): where a 64-key attention tile's ~3.7-4 us go
-# (v21's timeline: "tiles' math" 3.69 us at context 0, 3.99 at 4k, far above its arithmetic).
+# s21_call2.sh (sessions 20-21, prepared, not run; was s20_call2.sh): where a 64-key attention
+# tile's ~3.7-4 us go (v21's timeline: "tiles' math" 3.69 us at context 0, 3.99 at 4k, far above
+# its arithmetic).
 # Nsight Compute (full set, source counters) on one sliding-layer attention launch at context 0
 # and one at 4k of a 2-layer synthetic decode (bench/ncu_stalls.sh: 2 attention launches per
 # token, 8 tokens per context, so launch 4 is context 0's third token's sliding layer and 20 the
 # same at 4k), then the decode's timeline at both contexts for the per-phase split. The ncu
-# outputs (5 files a launch) go back as one archive. Run after s20_call1.sh in the same warm
+# outputs (5 files a launch) go back as one archive. Run after s21_call1.sh in the same warm
 # machine (KEEP the build: ~3 minutes), or alone (carry .deps and build/src/cuda).
 cd "$(dirname "$0")/../.." || exit 1
 [ -x build/glimmer ] || scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
