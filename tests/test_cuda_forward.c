@@ -469,6 +469,18 @@ static void twice_bits_of(const char *name, glim_synth_spec spec, const char *mm
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 3, names, off, on, gcu_attn_twice_count, spec.n_layers);
 }
 
+/* The rehearsal (GLIM_CUDA_ATT_WARM=1: decode attention runs its q preparation and first tile
+ * before the wait on the row as it stands, writing only shared memory) must leave every output
+ * as it was: every decoded token's logits equal bit for bit, tensor-core and fp32 tiles, and the
+ * rehearsal really ran (one launch per layer and token). A rehearsal that wrote the cache or
+ * left a stale q, maximum or tile row behind would show here. */
+static void warm_bits_of(const char *name, glim_synth_spec spec, const char *mma) {
+    static const char *const names[] = {"GLIM_CUDA_ATT_WARM", "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
+    const char *off[] = {"0", mma, "1"};
+    const char *on[] = {"1", mma, "1"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 3, names, off, on, gcu_attn_warm_count, spec.n_layers);
+}
+
 /* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows
  * fewer than the SMs, so grids cut to the row blocks) and wide (groups of 64, more row blocks
  * than SMs for gate/up and the head, a 1408-wide down). */
@@ -494,6 +506,9 @@ static void twice_bits(void) {
     NEED_GPU();
     twice_bits_of("twice_mma", switch_spec(1, 23), "1");
     twice_bits_of("twice_fp32", switch_spec(1, 29), "0");
+    warm_bits_of("warm_mma", switch_spec(1, 31), "1");
+    warm_bits_of("warm_fp32", switch_spec(1, 37), "0");
+    warm_bits_of("warm_tiny", switch_spec(0, 41), "1");
 }
 
 static void chain_bits(void) {

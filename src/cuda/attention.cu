@@ -573,10 +573,12 @@ __device__ __forceinline__ bool at_role(const gcu_attn_call &a, int HG, AtRole *
 }
 
 /* q of the block's G query heads into sm.qs (fused: normed, scaled and rotated here; in the
- * last split's blocks also the newest k and v, which head group 0 writes to the cache), the
- * running max and sum reset, and on the tensor cores q's fragments. Ends past a barrier. */
+ * last split's blocks also the newest k and v, which head group 0 writes to the cache unless
+ * !store), the running max and sum reset, and on the tensor cores q's fragments. Ends past a
+ * barrier. */
 __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
-                                           const float *row, int fused, const GcuRope &rope, bool mma) {
+                                           const float *row, int fused, const GcuRope &rope, bool mma,
+                                           bool store) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, D = a.D, G = r.G;
     if (fused) {
         const bool rp = a.inv_freq != NULL;
@@ -590,7 +592,7 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
             const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)r.kvh * D;
             for (int d = lane; d < D; d += 32) {
                 float kv = sm.kbuf[d], vv = v[d];
-                if (r.hgi == 0) gcu_kv_store(a, (slot * a.Hkv + r.kvh) * D + d, kv, vv);
+                if (store && r.hgi == 0) gcu_kv_store(a, (slot * a.Hkv + r.kvh) * D + d, kv, vv);
                 sm.kbuf[d] = a.kv32 ? kv : __bfloat162float(__float2bfloat16_rn(kv));
                 sm.vbuf[d] = a.kv32 ? vv : __bfloat162float(__float2bfloat16_rn(vv));
             }
@@ -812,34 +814,40 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
     GcuRope rope = {};
     if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, a.D, r.pos, lane);
-    /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits) wait on
-     * the previous matvec's arrivals instead of its grid's completion */
-    if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(r.ng * r.nsp));
-    else gcu_pdl_wait();
-    gcu_tl_mark(a.tl, GCU_TL_RELEASE);
-    if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
-    if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
-
     const int newest = fused && r.sp == r.nsp - 1 ? r.pos : -1;
     const bool mma = at_use_mma(a, r.G, r.my1 - r.my0);
-    at_prepare(a, sm, r, row, fused, rope, mma);
     float4 o[AT_MAXC];
-#pragma unroll
-    for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float omma[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}}; /* mma path: o as fragments */
-    if (a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
-    /* GLIM_CUDA_DIAG_ATT_TWICE (timing only): a second pass over the tiles from scratch, the
-     * first one requested anew (the single buffer holds the split's last); the same sums, so the
-     * same outputs, and "tiles' math" (first tile in -> tiles done) spans both passes. A loop,
-     * not a second call, so that the kernel's code is not twice as long for it */
-    for (int pass = 0;; pass++) {
-        at_tiles(a, sm, r, kvh, mma, newest, o, omma, pass ? NULL : tl_t);
-        if (!a.diag_twice || pass) break;
-        __syncthreads();
-        at_tile_request(a, sm, kvh, r.my0, nv0, 0);
-        for (int h = tid; h < r.G; h += GCU_ATT_THREADS) {
-            sm.m[h] = -INFINITY;
-            sm.l[h] = 0.0f;
+    float omma[2][4]; /* mma path: o as fragments */
+    /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
+     * wait, while the previous kernel's last blocks finish: q from the row as it stands (the
+     * previous token's) and the split's first tile only, nothing written but this block's shared
+     * memory (no cache store), so that pass 1 runs the same instructions with them, and the
+     * kernel's constants, already in the SM's caches; pass 1 rewrites all it reads. 2
+     * (GLIM_CUDA_DIAG_ATT_TWICE, timing only) runs the tiles again from scratch, the first one
+     * requested anew (the single buffer holds the split's last), so that "tiles' math" (first
+     * tile in -> tiles done) spans two passes. One loop, not several calls, so that every pass
+     * runs the same code. */
+    for (int pass = fused && a.warm ? 0 : 1;; pass++) {
+        AtRole rr = r;
+        if (pass == 0) rr.my1 = r.my0 + nv0;
+        if (pass == 1) {
+            /* GLIM_CUDA_FLAG_WAIT: the working blocks (kv heads x head groups in use x splits)
+             * wait on the previous matvec's arrivals instead of its grid's completion */
+            if (a.flag_wait) gcu_flag_wait(a.flag_wait, (unsigned)a.flag_need, (unsigned)(r.ng * r.nsp));
+            else gcu_pdl_wait();
+            gcu_tl_mark(a.tl, GCU_TL_RELEASE);
+            if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
+            if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+        }
+        if (pass < 2) {
+            at_prepare(a, sm, rr, row, fused, rope, mma, pass == 1);
+        } else {
+            __syncthreads();
+            at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+            for (int h = tid; h < r.G; h += GCU_ATT_THREADS) {
+                sm.m[h] = -INFINITY;
+                sm.l[h] = 0.0f;
+            }
         }
 #pragma unroll
         for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -847,6 +855,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         for (int i = 0; i < 2; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++) omma[i][e] = 0.0f;
+        if (pass == 1 && a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
+        at_tiles(a, sm, rr, kvh, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
+        if (pass == 2 || (pass == 1 && !a.diag_twice)) break;
     }
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
@@ -905,7 +916,9 @@ static dim3 at_grid(const gcu_attn_call *c, int HG) {
 }
 
 static long twice_count; /* launches enqueued with diag_twice (gcu_attn_twice_count) */
+static long warm_count;  /* decode launches enqueued with the rehearsal (gcu_attn_warm_count) */
 extern "C" long gcu_attn_twice_count(void) { return twice_count; }
+extern "C" long gcu_attn_warm_count(void) { return warm_count; }
 
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
@@ -939,6 +952,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
                                          c->pdl, args),
                               "attention launch", err);
     if (s == GLIM_OK && a.diag_twice) twice_count++;
+    if (s == GLIM_OK && a.warm && fused) warm_count++;
     return s;
 }
 

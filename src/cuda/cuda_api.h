@@ -76,6 +76,10 @@ typedef struct gcu_options {
     int att_pmerge; /* decode attention: the splits' partials merged by the last min(G, splits,
                        att_pmerge) blocks to arrive, one query head each, instead of by the
                        last block alone (GLIM_CUDA_ATT_PMERGE, 16; 0: the last block) */
+    int att_warm;  /* decode attention rehearses its q preparation and first tile before the PDL
+                      wait, on the row as it stands and writing only shared memory, so that
+                      the real pass finds its code and constants in the SM's caches
+                      (GLIM_CUDA_ATT_WARM, 0) */
     int att_pack;  /* attention: the grid's blocks numbered split-major over the head groups
                       in use, so that the blocks with work are the first the hardware starts
                       (GLIM_CUDA_ATT_PACK, 1; 0: numbered as launched, kv head x group x split) */
@@ -238,6 +242,8 @@ long gcu_dmv_flag_count(void);
 long gcu_dmv_ahead_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
 long gcu_attn_twice_count(void);
+/* Decode attention launches enqueued with GLIM_CUDA_ATT_WARM's rehearsal (tests). */
+long gcu_attn_warm_count(void);
 /* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
 long gcu_dmv_tail_count(void);
 

@@ -58,6 +58,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * (one process each, same call) */
     o.att_pmerge = env_int("GLIM_CUDA_ATT_PMERGE", 16);
     o.att_pack = env_int("GLIM_CUDA_ATT_PACK", 1);
+    o.att_warm = env_int("GLIM_CUDA_ATT_WARM", 0);
     /* session 6 (bench/RESULTS.md v9): on the shared-memory ring of 2 slots of 2 units the
      * integer path gives 157.6 tok/s, bf16 141.8, the register ring 136.2 (session 5: the integer
      * path on the register ring 129.4 vs 135.8) */
@@ -501,6 +502,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.pack = g->opt.att_pack;
     c.fence_sc = g->opt.fence_sc;
     c.diag_twice = T == 1 && g->opt.diag_att_twice;
+    c.warm = T == 1 && g->opt.att_warm;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);

@@ -339,6 +339,8 @@ typedef struct gcu_attn_call {
     unsigned long long *tl;    /* timeline slot (gcu_tl_mark), or NULL */
     int diag_twice;            /* timing diagnostic (opt.diag_att_twice): the tiles twice, the
                                   second pass from scratch; the same outputs */
+    int warm;                  /* decode: q and the first tile rehearsed before the wait
+                                  (opt.att_warm); the same outputs */
     /* GLIM_CUDA_FLAG_WAIT, decode (fused, T = 1) only: as gcu_dmv_call's. Every block of the grid
      * (gcu_attn_blocks) arrives on flag_arrive at its end, the empty ones too; the working
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
