@@ -3,17 +3,18 @@
 # tile's ~3.7-4 us go (v21's timeline: "tiles' math" 3.69 us at context 0, 3.99 at 4k, far above
 # its arithmetic).
 # Nsight Compute (full set, source counters) on one sliding-layer attention launch at context 0
-# and one at 4k of a 2-layer synthetic decode (bench/ncu_stalls.sh: 2 attention launches per
-# token, 8 tokens per context, so launch 4 is context 0's third token's sliding layer and 20 the
-# same at 4k), then the decode's timeline at both contexts for the per-phase split. The ncu
-# outputs (5 files a launch) go back as one archive. Run after s21_call1.sh in the same warm
+# and one at 4k, and (session 21) one full layer at 32k (4 tiles per split there, ~7.6 us each:
+# 30.5 us of a 44.5 us launch), of a 2-layer synthetic decode (bench/ncu_stalls.sh: 2 attention
+# launches per token, 8 tokens per context, so launch 4 is context 0's third token's sliding
+# layer, 20 the same at 4k and 37 the full layer at 32k), then the decode's timeline for the
+# per-phase split. The ncu outputs (5 files a launch) go back as one archive. Run after s21_call1.sh in the same warm
 # machine (KEEP the build: ~5 minutes with the ATT_WARM items below), or alone (carry .deps and
 # build/src/cuda).
 cd "$(dirname "$0")/../.." || exit 1
 [ -x build/glimmer ] || scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 W=$(mktemp -d)
-OUT=$W NCU_TARGETS="att0 k_attention 4;att4k k_attention 20" timeout 400 sh bench/ncu_stalls.sh
-for t in att0 att4k; do
+OUT=$W NCU_TARGETS="att0 k_attention 4;att4k k_attention 20;att32k_full k_attention 37" timeout 450 sh bench/ncu_stalls.sh
+for t in att0 att4k att32k_full; do
     grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Executed Ipc A|Warp Cycles Per Issued" \
         $W/${t}_details.txt | head -12 | sed "s/^/$t: /"
 done
