@@ -8,7 +8,7 @@
 # launches per token, 8 tokens per context, so launch 4 is context 0's third token's sliding
 # layer, 20 the same at 4k and 37 the full layer at 32k), then the decode's timeline for the
 # per-phase split. The ncu outputs (5 files a launch) go back as one archive. Run after s21_call1.sh in the same warm
-# machine (KEEP the build: ~5 minutes with the ATT_WARM items below), or alone (carry .deps and
+# machine (KEEP the build: ~6.5 minutes with the A/B items below), or alone (carry .deps and
 # build/src/cuda).
 cd "$(dirname "$0")/../.." || exit 1
 [ -x build/glimmer ] || scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
@@ -23,5 +23,9 @@ tar czf $OUT/ncu_attention.tgz -C $W .
 # wait, so that the real pass finds its code and constants warm) against the default, in
 # alternating processes with the timeline (~2 minutes; worth it if call 1's DIAG_ATT_TWICE row
 # showed the second pass far cheaper than the first). The timeline rows of attention per item.
-sh bench/ab_decode.sh new new,GLIM_CUDA_ATT_WARM=1 new new,GLIM_CUDA_ATT_WARM=1
-grep -E "^decode with|^\| attention|^\| decode" $OUT/e.md
+# And GLIM_CUDA_DIAG_RING=5 (timing only, wrong logits): the matvecs skip their prologues, so the
+# token's time less this row's is what the prologues (13.1 us per layer in session 19's
+# timeline) cost with the ring streaming through them: the prize of overlapping the staging with
+# the loop (RESULTS v23, what comes next 2).
+sh bench/ab_decode.sh new new,GLIM_CUDA_ATT_WARM=1 new,GLIM_CUDA_DIAG_RING=5 new new,GLIM_CUDA_ATT_WARM=1
+grep -E "^decode with|^\| (attention|qkvg|o_proj|gate/up|down)|^\| decode" $OUT/e.md

@@ -157,7 +157,9 @@ typedef struct gcu_options {
     int diag_ring; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings are fed otherwise
                       than the products need (DmvArgs.diag_ring): 1 and 2 other address
                       patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
-                      bytes at all (the loops' own compute ceiling); GLIM_CUDA_DIAG_RING, 0: off */
+                      bytes at all (the loops' own compute ceiling), 5 no prologue (no rows
+                      read, normed or staged: what the prologues cost); GLIM_CUDA_DIAG_RING,
+                      0: off */
     int diag_att_twice; /* TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice,
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
                            timeline's "tiles' math" adds what a pass costs with its code, constants

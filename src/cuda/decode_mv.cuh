@@ -67,7 +67,9 @@ struct DmvArgs {
      * bytes as its own units. 3: what the row blocks' granularity costs: an owner with more than
      * the mean share of units (e.g. o_proj: 416 row blocks on 132 blocks, 3 or 4 each) stops at
      * the mean. 4: the loops' compute ceiling: no bytes are copied, each slot's barrier completes
-     * at once and the loop computes on whatever the ring holds. */
+     * at once and the loop computes on whatever the ring holds. 5: what the prologues cost: no
+     * rows are read, normed or staged, and the loop computes on whatever shared memory holds
+     * (the ring is fed as usual). */
     int diag_ring;
     /* k_dmv_tma, GLIM_CUDA_TAIL_SPLIT (decode_mv_tma.cuh: TmaTail): the producer's leftover row
      * blocks are cut along the input over all owners, their sums left in tail_part's slots
