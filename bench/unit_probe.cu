@@ -14,6 +14,11 @@
  *   core      plain without the per-group epilogue (scales, the digits' combination, the fp32
  *             sums): the unit's loads, nibble masks and four mma only, their integer sums
  *             carried along the row; plain's rate against core's says what the epilogue costs
+ *   span      span-major (RESULTS v23, what comes next 2): per span, the lane's digits loaded
+ *             once (dmv_unit_i8_held) for the units of SPAN_RB row blocks (gate/up's 19 per
+ *             block), one pair of sums per row block in registers, the row ends once per 52
+ *             spans: can a loop that needs span s's digits only when it reaches span s (so
+ *             that the staging could run ahead of it, not before it) keep plain's rate?
  * each with 16 warps (the decode's block), 8 (is the SM issue-bound or latency-bound?) and 32 (at
  * most 64 registers a thread: what a 1024-thread decode block, whose prologue would keep half the
  * elements per thread, could have).
@@ -30,14 +35,15 @@
 #include "probe_common.cuh"
 
 enum { PPS = 2, NSPAN = 52 /* 6656 / 128: gate/up's and qkvg's row */, RING = 4 /* units per warp (the decode's ring holds 9; for compute the count does not matter) */ };
-enum { V_PLAIN, V_AHEAD, V_PAIRS, V_CORE, NV };
+enum { V_PLAIN, V_AHEAD, V_PAIRS, V_CORE, V_SPAN, NV };
+enum { SPAN_RB = 19 }; /* gate/up: 2496 row blocks on 132 blocks, 18-19 each */
 enum { CHUNK = 3 }; /* units per bulk copy in the decode (9-unit rings of 3 slots) */
 /* Where the decode waits on a chunk's mbarrier (an asm with a memory clobber): the compiler may
  * not move shared-memory loads across it, so the probe keeps the same fence every CHUNK units. */
 __device__ __forceinline__ void chunk_fence(int j) {
     if (j % CHUNK == CHUNK - 1) asm volatile("" ::: "memory");
 }
-static const char *const vname[NV] = {"plain", "ahead", "pairs", "core"};
+static const char *const vname[NV] = {"plain", "ahead", "pairs", "core", "span"};
 typedef MvSlot<GCU_KIND_Q, PPS, false> Unit;
 
 /* dmv_unit_i8's integer half alone (V_CORE): the same digit loads, masks and mma, the sums
@@ -130,6 +136,32 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
                 sp = 0;
             }
         }
+    } else if (V == V_SPAN) {
+        float accs[SPAN_RB][4]; /* [2] and [3] unused: dmv_row_sums clears four */
+#pragma unroll
+        for (int rb = 0; rb < SPAN_RB; rb++) accs[rb][0] = accs[rb][1] = accs[rb][2] = accs[rb][3] = 0.0f;
+        for (int j = 0; j + SPAN_RB <= units; j += SPAN_RB) {
+            const uint4 z = make_uint4(0, 0, 0, 0), *dp = dl + sp * DMV_I8_SPAN_U4;
+            const uint4 b01 = dvalid ? dp[0] : z, b23 = dvalid ? dp[DMV_I8_HALF_U4] : z;
+#pragma unroll
+            for (int rb = 0; rb < SPAN_RB; rb++) {
+                Unit u;
+                tma_unit_load(u, ring + k * unit_u4(), lane);
+                if (++k == RING) k = 0;
+                dmv_unit_i8_held<PPS, false>(u, b01, b23, e0 + sp * PPS, cw, xvalid, accs[rb]);
+                chunk_fence(rb); /* the ring's chunk waits, as the decode has them */
+            }
+            if (++sp == NSPAN) {
+#pragma unroll
+                for (int rb = 0; rb < SPAN_RB; rb++) {
+                    float vg[1], vh[1];
+                    dmv_row_sums<GCU_KIND_Q, true>(accs[rb], vg, vh);
+                    keep += vg[0] + vh[0];
+                }
+                sp = 0;
+            }
+        }
+        acc[0] += accs[0][0];
     } else {
         for (int j = 0; j + 1 < units; j += 2) { /* NSPAN is even: a pair never crosses a row end */
             Unit u, w;
@@ -214,11 +246,13 @@ int main(void) {
             r[1] = run<V_AHEAD, 1024>(sms, warps, src, out, ns, units, smem);
             r[2] = run<V_PAIRS, 1024>(sms, warps, src, out, ns, units, smem);
             r[3] = run<V_CORE, 1024>(sms, warps, src, out, ns, units, smem);
+            r[4] = run<V_SPAN, 1024>(sms, warps, src, out, ns, units, smem);
         } else {
             r[0] = run<V_PLAIN, 512>(sms, warps, src, out, ns, units, smem);
             r[1] = run<V_AHEAD, 512>(sms, warps, src, out, ns, units, smem);
             r[2] = run<V_PAIRS, 512>(sms, warps, src, out, ns, units, smem);
             r[3] = run<V_CORE, 512>(sms, warps, src, out, ns, units, smem);
+            r[4] = run<V_SPAN, 512>(sms, warps, src, out, ns, units, smem);
         }
         for (int v = 0; v < NV; v++) printf("| %s | %d | %.1f | %.2f |\n", vname[v], warps, r[v], r[v] / pace);
         fflush(stdout);

@@ -82,14 +82,13 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
     return (const uint4 *)sx + (g < 3 ? g : 0) * 4 + t;
 }
 
-/* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
- * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
- * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1
- * (2^-7 for t = 0, 2^-21 for t = 1, 0 else). */
+/* dmv_unit_i8 (below) with the lane's digits of the span already in registers (b01, b23:
+ * dp[0] and dp[DMV_I8_HALF_U4], zero where !bvalid), for loops that use one span's digits for
+ * several units (bench/unit_probe.cu's span-major loop). */
 template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
-                                            const float2 *ep, float cw, bool xvalid, float *acc) {
-    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
+__device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
+                                                 const uint4 &b23, const float2 *ep, float cw, bool xvalid,
+                                                 float *acc) {
     const uint32_t M = 0x0F0F0F0Fu;
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {
@@ -109,6 +108,16 @@ __device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32>
         acc[0] = fmaf(sg * ec, (float)(dd[0] * 128 + dd[1]), fmaf(bg, X, acc[0]));
         acc[1] = fmaf(sh * ec, (float)(dd[2] * 128 + dd[3]), fmaf(bh, X, acc[1]));
     }
+}
+/* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
+ * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
+ * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1
+ * (2^-7 for t = 0, 2^-21 for t = 1, 0 else). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
+                                            const float2 *ep, float cw, bool xvalid, float *acc) {
+    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
+    dmv_unit_i8_held<PPS, SBF32>(s, b01, b23, ep, cw, xvalid, acc);
 }
 
 #endif
