@@ -7,7 +7,8 @@
 #    at 1/132 of the bandwidth; the trace says where the time goes (bench/RESULTS.md v22).
 # 2. unit_probe (~10 s): the units' compute ceiling with their bytes already in shared memory
 #    (the engine's tma_unit_load + dmv_unit_i8), plain / next unit loaded ahead / two units per
-#    step / core (session 21: without the per-group epilogue, what the scales cost), with 16, 8
+#    step / core (session 21: without the per-group epilogue, what the scales cost) / span
+#    (session 21: span-major, one digit load per span for 19 row blocks), with 16, 8
 #    and 32 warps, against the memory's pace.
 # 3. The tree's tests (forward with tail_split and ahead_bits, kernels, hooks; session_cuda.cu's
 #    move and the split tail are on every path), then in alternating processes the default
