@@ -502,7 +502,7 @@ static glim_synth_spec switch_spec(int wide, uint64_t seed) {
     return s;
 }
 
-static void twice_bits(void) {
+static void att_pass_bits(void) {
     NEED_GPU();
     twice_bits_of("twice_mma", switch_spec(1, 23), "1");
     twice_bits_of("twice_fp32", switch_spec(1, 29), "0");
@@ -650,7 +650,7 @@ int main(void) {
     RUN(chain_bits);
     RUN(flag_bits);
     RUN(ahead_bits);
-    RUN(twice_bits);
+    RUN(att_pass_bits);
     RUN(tail_split);
     RUN(rewind_on_gpu);
     char cmd[600];

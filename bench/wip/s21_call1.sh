@@ -34,7 +34,7 @@ cat $OUT/unit_probe.md
 A=GLIM_CUDA_UNIT_AHEAD T=GLIM_CUDA_TAIL_SPLIT R=GLIM_CUDA_DIAG_RING W=GLIM_CUDA_DIAG_ATT_TWICE
 CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$A=1 new,$A=2 new,$T=10 new,$W=1 new new,$A=1 new,$A=2 new,$T=10 \
     new,$R=4
-grep -E "^(FAIL|PASS)|info: (tail_split|ahead|twice)" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
+grep -E "^(FAIL|PASS)|info: (tail_split|ahead|twice|warm)" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
 grep -E "^decode with|^\| (qkvg|attention|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=7) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'
 # memcheck on the split tail's model (its slots and the consumers' sums are new memory traffic;
 # the loads ahead read what the default loop reads): the call's last minute and a half
