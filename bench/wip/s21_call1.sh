@@ -13,13 +13,14 @@
 # 3. The tree's tests (forward with tail_split and ahead_bits, kernels, hooks; session_cuda.cu's
 #    move and the split tail are on every path), then in alternating processes the default
 #    against GLIM_CUDA_UNIT_AHEAD=1 (the loop's next unit loaded ahead, in the lean kernel) and =2
-#    (the lean kernel alone: what the freed registers do), GLIM_CUDA_TAIL_SPLIT=10
-#    the diagnostics GLIM_CUDA_DIAG_RING=4 (no weight bytes: the loops' own compute ceiling) and
+#    (the lean kernel alone: what the freed registers do), GLIM_CUDA_TAIL_SPLIT=10, and the
+#    diagnostics GLIM_CUDA_DIAG_RING=4 (no weight bytes: the loops' own compute ceiling) and
 #    GLIM_CUDA_DIAG_ATT_TWICE=1 (attention's tiles twice: whether a 64-key tile's ~3.7 us at every
 #    context is its execution or its cold start: the second pass runs with code, constants and
-#    data in the SM's caches; the timeline's attention rows give "tiles' math" per launch), and
-#    memcheck on the split tail's test model. Use the tool's timeout_s 600; the ten bench items
-#    take ~5 minutes of it.
+#    data in the SM's caches; the timeline's attention rows give "tiles' math" per launch). The
+#    memcheck of the split tail moved to s21_call2.sh (session 21): with the new tests this call
+#    came near the tool's 600 s. Use timeout_s 600; the ten bench items take ~5 minutes, the
+#    tests ~3.
 cd "$(dirname "$0")/../.." || exit 1
 # (at most 8 files come back from $OUT: build logs go to /tmp, their tails to stdout on failure)
 nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude -o build/persist_probe bench/persist_probe.cu \
@@ -36,8 +37,3 @@ CHECKS="$T=0" KTESTS=1 sh bench/ab_decode.sh new new,$A=1 new,$A=2 new,$T=10 new
     new,$R=4
 grep -E "^(FAIL|PASS)|info: (tail_split|ahead|twice|warm)" $OUT/checks.log | sort | uniq -c | sort -rn | head -30
 grep -E "^decode with|^\| (qkvg|attention|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=7) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'
-# memcheck on the split tail's model (its slots and the consumers' sums are new memory traffic;
-# the loads ahead read what the default loop reads): the call's last minute and a half
-GLIM_REQUIRE_CUDA=1 CHECK_ONLY=tail_split timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    build/tests/test_cuda_forward > $OUT/memcheck_tail_split.log 2>&1
-echo "memcheck tail_split rc=$? $(grep 'ERROR SUMMARY' $OUT/memcheck_tail_split.log | tail -1) $(grep -E '^(PASS|FAIL)' $OUT/memcheck_tail_split.log | tr '\n' ' ')"
