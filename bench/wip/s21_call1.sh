@@ -1,7 +1,7 @@
 #!/bin/sh
 # s21_call1.sh (sessions 20 and 21, no GPU lent to either: prepared, not run; was s20_call1.sh,
 # session 21 added the unit probe's core loop and GLIM_CUDA_DIAG_ATT_TWICE). Carry .deps and
-# build/src/cuda (built here with `make -j2 all`); ~9.5 minutes.
+# build/src/cuda (built here with `make -j2 all`); ~9 minutes.
 # 1. persist_probe's traced mode (~15 s): does the ring fill while the consumers spin? v20's third
 #    finding (every emulated prologue fully additive) contradicts the arithmetic of a 192 KB ring
 #    at 1/132 of the bandwidth; the trace says where the time goes (bench/RESULTS.md v22).
