@@ -38,3 +38,9 @@ for v in "$@"; do
   env $envs timeout 100 $bin bench --synthetic --prompt 0 --timeline -n 32 --out $OUT/e.md > $OUT/b.log 2>&1 || { echo "bench $v rc=$?"; tail -5 $OUT/b.log; }
   echo "$v: $(grep -E '^\| decode' $OUT/e.md | tail -3 | awk -F'|' '{printf "%s %s; ", $3, $7}')"
 done
+# The items' means, one line per distinct item (repeats averaged), ctx 0 / 4k / 32k tok/s, in
+# the order the items first ran: the A/B's answer in one place
+awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); k=0; next}
+  /^\| decode @ ctx/{k++; s[v, k] += $3; if (k == 3) n[v]++; if (!(v in seen)) {seen[v] = 1; order[++no] = v}}
+  END {print "means:"; for (i = 1; i <= no; i++) {v = order[i]; if (!n[v]) continue;
+       printf "  %s (%d): %.1f / %.1f / %.1f tok/s\n", v, n[v], s[v,1]/n[v], s[v,2]/n[v], s[v,3]/n[v]}}' $OUT/e.md
