@@ -458,27 +458,19 @@ static void lean_bits_of(const char *name, glim_synth_spec spec, const char *val
     switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
-/* The attention timing diagnostic (GLIM_CUDA_DIAG_ATT_TWICE=1: decode attention runs its tiles a
- * second time from scratch) must leave every output as it was: every decoded token's logits equal
- * the single pass's bit for bit, on the tensor-core tiles and on the fp32 ones (mma), and the
- * second pass really ran (its launch count: one attention launch per layer and token). */
-static void twice_bits_of(const char *name, glim_synth_spec spec, const char *mma) {
-    static const char *const names[] = {"GLIM_CUDA_DIAG_ATT_TWICE", "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
+/* Decode attention's extra passes must leave every output as it was: GLIM_CUDA_DIAG_ATT_TWICE=1
+ * (a timing diagnostic: the tiles a second time from scratch) and GLIM_CUDA_ATT_WARM=1 (q and the
+ * first tile rehearsed before the wait on the row as it stands, writing only shared memory).
+ * Every decoded token's logits must equal the single pass's bit for bit, on the tensor-core
+ * tiles and on the fp32 ones (mma), and the pass must really have run (count: one attention
+ * launch per layer and token). A rehearsal that wrote the cache, or left a stale q, maximum or
+ * tile row behind, would show in the logits. P: the prompt's length (the keys a split sees). */
+static void att_pass_bits_of(const char *name, glim_synth_spec spec, int P, const char *env, const char *mma,
+                             long (*count)(void)) {
+    const char *const names[] = {env, "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
     const char *off[] = {"0", mma, "1"};
     const char *on[] = {"1", mma, "1"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 3, names, off, on, gcu_attn_twice_count, spec.n_layers);
-}
-
-/* The rehearsal (GLIM_CUDA_ATT_WARM=1: decode attention runs its q preparation and first tile
- * before the wait on the row as it stands, writing only shared memory) must leave every output
- * as it was: every decoded token's logits equal bit for bit, tensor-core and fp32 tiles, and the
- * rehearsal really ran (one launch per layer and token). A rehearsal that wrote the cache or
- * left a stale q, maximum or tile row behind would show here. */
-static void warm_bits_of(const char *name, glim_synth_spec spec, const char *mma) {
-    static const char *const names[] = {"GLIM_CUDA_ATT_WARM", "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
-    const char *off[] = {"0", mma, "1"};
-    const char *on[] = {"1", mma, "1"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 3, names, off, on, gcu_attn_warm_count, spec.n_layers);
+    switch_bits_of(name, spec, P, 3, names, off, on, count, spec.n_layers);
 }
 
 /* The two MLX 4-bit models the switch tests decode: tiny (groups of 32, 4 parts per span, rows
@@ -504,11 +496,17 @@ static glim_synth_spec switch_spec(int wide, uint64_t seed) {
 
 static void att_pass_bits(void) {
     NEED_GPU();
-    twice_bits_of("twice_mma", switch_spec(1, 23), "1");
-    twice_bits_of("twice_fp32", switch_spec(1, 29), "0");
-    warm_bits_of("warm_mma", switch_spec(1, 31), "1");
-    warm_bits_of("warm_fp32", switch_spec(1, 37), "0");
-    warm_bits_of("warm_tiny", switch_spec(0, 41), "1");
+    const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
+    const glim_synth_spec wide = switch_spec(1, 23), tiny = switch_spec(0, 41);
+    const int P = 2 * wide.sliding_window + 3;
+    att_pass_bits_of("twice_mma", wide, P, twice, "1", gcu_attn_twice_count);
+    att_pass_bits_of("twice_fp32", wide, P, twice, "0", gcu_attn_twice_count);
+    att_pass_bits_of("warm_mma", wide, P, warm, "1", gcu_attn_warm_count);
+    att_pass_bits_of("warm_fp32", wide, P, warm, "0", gcu_attn_warm_count);
+    att_pass_bits_of("warm_tiny", tiny, 2 * tiny.sliding_window + 3, warm, "1", gcu_attn_warm_count);
+    /* a long prompt: full layers' splits of whole 64-key tiles, several per split */
+    att_pass_bits_of("warm_long", wide, 300, warm, "1", gcu_attn_warm_count);
+    att_pass_bits_of("twice_long", wide, 300, twice, "1", gcu_attn_twice_count);
 }
 
 static void chain_bits(void) {
