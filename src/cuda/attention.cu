@@ -619,10 +619,10 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
  * path: this thread's float4 outputs) or omma (tensor cores: the fragments). The first tile was
  * requested by at_body. newest: the key read from kbuf / vbuf (-1: none). tl_t: the timeline's
  * stamps (NULL: none taken). */
-__device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r, int kvh,
+__device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
                                          bool mma, int newest, float4 o[AT_MAXC], float omma[2][4],
                                          unsigned long long *tl_t) {
-    const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, my0 = r.my0, my1 = r.my1;
+    const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, my0 = r.my0, my1 = r.my1, kvh = r.kvh;
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
@@ -856,7 +856,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
 #pragma unroll
             for (int e = 0; e < 4; e++) omma[i][e] = 0.0f;
         if (pass == 1 && a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
-        at_tiles(a, sm, rr, kvh, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
+        at_tiles(a, sm, rr, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
         if (pass == 2 || (pass == 1 && !a.diag_twice)) break;
     }
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
