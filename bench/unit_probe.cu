@@ -68,6 +68,14 @@ __host__ __device__ constexpr int dig_u4() { return NSPAN * DMV_I8_SPAN_U4; }
 __host__ __device__ constexpr int ex_u4() { return NSPAN * PPS * 8 / 16; }
 __host__ __device__ constexpr int unit_u4() { return 72; }
 
+/* A row block's end, as the decode has it: the lanes' sums (acc, cleared) combined by
+ * dmv_row_sums, here into keep so that nothing is dropped. */
+__device__ __forceinline__ void row_end(float *acc, float &keep) {
+    float vg[1], vh[1];
+    dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
+    keep += vg[0] + vh[0];
+}
+
 template <int V, int NT>
 __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, float *out, unsigned long long *ns) {
     extern __shared__ __align__(16) uint4 sm[];
@@ -94,9 +102,7 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
             dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
             chunk_fence(j);
             if (++sp == NSPAN) {
-                float vg[1], vh[1];
-                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
-                keep += vg[0] + vh[0];
+                row_end(acc, keep);
                 sp = 0;
             }
         }
@@ -112,9 +118,7 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
             dmv_unit_i8<PPS, false>(u, dl + sp * DMV_I8_SPAN_U4, dvalid, e0 + sp * PPS, cw, xvalid, acc);
             u = nx;
             if (++sp == NSPAN) {
-                float vg[1], vh[1];
-                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
-                keep += vg[0] + vh[0];
+                row_end(acc, keep);
                 sp = 0;
             }
         }
@@ -130,9 +134,7 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
                 acc[0] += (float)(dd[0] * 128 + dd[1]);
                 acc[1] += (float)(dd[2] * 128 + dd[3]);
                 dd[0] = dd[1] = dd[2] = dd[3] = 0;
-                float vg[1], vh[1];
-                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
-                keep += vg[0] + vh[0];
+                row_end(acc, keep);
                 sp = 0;
             }
         }
@@ -154,9 +156,7 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
             if (++sp == NSPAN) {
 #pragma unroll
                 for (int rb = 0; rb < SPAN_RB; rb++) {
-                    float vg[1], vh[1];
-                    dmv_row_sums<GCU_KIND_Q, true>(accs[rb], vg, vh);
-                    keep += vg[0] + vh[0];
+                    row_end(accs[rb], keep);
                 }
                 sp = 0;
             }
@@ -176,9 +176,7 @@ __global__ void __launch_bounds__(NT, 1) k_units(const uint4 *src, int units, fl
             if (sp == NSPAN) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[e] += acc2[e], acc2[e] = 0.0f;
-                float vg[1], vh[1];
-                dmv_row_sums<GCU_KIND_Q, true>(acc, vg, vh);
-                keep += vg[0] + vh[0];
+                row_end(acc, keep);
                 sp = 0;
             }
         }
