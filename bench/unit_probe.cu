@@ -51,14 +51,8 @@ typedef MvSlot<GCU_KIND_Q, PPS, false> Unit;
  * (tma_unit_load) and folded in by one integer add so that their loads are not dropped. */
 __device__ __forceinline__ void unit_core(const Unit &s, const uint4 *dp, bool bvalid, int dd[4]) {
     const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
-    const uint32_t M = 0x0F0F0F0Fu;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
-        const uint4 &b = i < 2 ? b01 : b23;
-        const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
-        gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
-    }
+    for (int i = 0; i < 4; i++) dmv_i8_word_mma(s, b01, b23, i, dd);
     dd[3] += (int)(s.sb[0] ^ s.sb[PPS - 1]);
 }
 

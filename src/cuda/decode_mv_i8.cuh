@@ -82,6 +82,19 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
     return (const uint4 *)sx + (g < 3 ? g : 0) * 4 + t;
 }
 
+/* Word i (0..3) of a unit on the integer tensor cores: dd += its 32 4-bit values of rows g and
+ * g + 8 (low nibbles, then high) times the digits of the matching items (half i / 2 of b01 /
+ * b23, item i % 2). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
+                                                const uint4 &b23, int i, int dd[4]) {
+    const uint32_t M = 0x0F0F0F0Fu;
+    const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
+    const uint4 &b = i < 2 ? b01 : b23;
+    const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
+    gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
+}
+
 /* dmv_unit_i8 (below) with the lane's digits of the span already in registers (b01, b23:
  * dp[0] and dp[DMV_I8_HALF_U4], zero where !bvalid), for loops that use one span's digits for
  * several units (bench/unit_probe.cu's span-major loop). */
@@ -89,18 +102,11 @@ template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
                                                  const uint4 &b23, const float2 *ep, float cw, bool xvalid,
                                                  float *acc) {
-    const uint32_t M = 0x0F0F0F0Fu;
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {
         int dd[4] = {0, 0, 0, 0};
 #pragma unroll
-        for (int ii = 0; ii < 4 / PPS; ii++) {
-            const int i = pc * (4 / PPS) + ii;
-            const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
-            const uint4 &b = i < 2 ? b01 : b23;
-            const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
-            gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
-        }
+        for (int ii = 0; ii < 4 / PPS; ii++) dmv_i8_word_mma(s, b01, b23, pc * (4 / PPS) + ii, dd);
         float sg, bg, sh, bh;
         mv_scales(s, pc, &sg, &bg, &sh, &bh);
         const float2 e = ep[pc];
