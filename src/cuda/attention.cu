@@ -572,6 +572,15 @@ __device__ __forceinline__ bool at_role(const gcu_attn_call &a, int HG, AtRole *
     return true;
 }
 
+/* The online softmax's running maximum and sum of each of the G heads, before a block's first
+ * tile (published by the barrier that follows). */
+__device__ __forceinline__ void at_softmax_reset(const AtSmem &sm, int G) {
+    for (int h = threadIdx.x; h < G; h += GCU_ATT_THREADS) {
+        sm.m[h] = -INFINITY;
+        sm.l[h] = 0.0f;
+    }
+}
+
 /* q of the block's G query heads into sm.qs (fused: normed, scaled and rotated here; in the
  * last split's blocks also the newest k and v, which head group 0 writes to the cache unless
  * !store), the running max and sum reset, and on the tensor cores q's fragments. Ends past a
@@ -601,10 +610,7 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
         const float *q = a.qn + (size_t)r.t * a.H * D + (size_t)r.head0 * D;
         for (int i = tid; i < G * D; i += GCU_ATT_THREADS) sm.qs[i] = q[i];
     }
-    for (int h = tid; h < G; h += GCU_ATT_THREADS) {
-        sm.m[h] = -INFINITY;
-        sm.l[h] = 0.0f;
-    }
+    at_softmax_reset(sm, G);
     if (mma) /* the probabilities' rows past G stay zero */
         for (int i = G * AT_PROW + tid; i < 16 * AT_PROW; i += GCU_ATT_THREADS)
             sm.ph[i] = sm.pl[i] = __float2bfloat16_rn(0.0f);
@@ -844,10 +850,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         } else {
             __syncthreads();
             at_tile_request(a, sm, kvh, r.my0, nv0, 0);
-            for (int h = tid; h < r.G; h += GCU_ATT_THREADS) {
-                sm.m[h] = -INFINITY;
-                sm.l[h] = 0.0f;
-            }
+            at_softmax_reset(sm, r.G);
         }
 #pragma unroll
         for (int c = 0; c < AT_MAXC; c++) o[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
