@@ -343,6 +343,33 @@ static void random_mlx8_wide(void) {
     random_vs_cpu("mlx8", s);
 }
 
+/* Environment variables changed for a while and put back as they were: the forward tests run
+ * under gpu_check.sh's settings, which a test's own must not leak past it. */
+typedef struct env_saved {
+    const char *const *names;
+    int n;
+    char val[8][32];
+    int had[8];
+} env_saved;
+static void env_save(env_saved *e, const char *const *names, int n) {
+    e->names = names;
+    e->n = n < 8 ? n : 8;
+    for (int v = 0; v < e->n; v++) {
+        const char *x = getenv(names[v]);
+        e->had[v] = x != NULL;
+        snprintf(e->val[v], sizeof e->val[v], "%s", x ? x : "");
+    }
+}
+static void env_set(const env_saved *e, const char *const *values) {
+    for (int v = 0; v < e->n; v++) setenv(e->names[v], values[v], 1);
+}
+static void env_restore(const env_saved *e) {
+    for (int v = 0; v < e->n; v++) {
+        if (e->had[v]) setenv(e->names[v], e->val[v], 1);
+        else unsetenv(e->names[v]);
+    }
+}
+
 /* Decodes with a switch off and on (names[0]: its environment variable; want_off / want_on:
  * the values of names[0..nv) for each run, set whatever the run was started with, gpu_check.sh
  * running the forward tests under several, and put back) and checks that every decoded token's
@@ -357,20 +384,12 @@ static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv
     REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
     glim_status st;
     glim_model *m[2] = {NULL, NULL};
-    char saved[8][32];
-    int had[8];
-    for (int v = 0; v < nv && v < 8; v++) {
-        const char *e = getenv(names[v]);
-        had[v] = e != NULL;
-        snprintf(saved[v], sizeof saved[v], "%s", e ? e : "");
-    }
+    env_saved env;
+    env_save(&env, names, nv);
     for (int k = 0; k < 2; k++) {
-        for (int v = 0; v < nv && v < 8; v++) setenv(names[v], k ? want_on[v] : want_off[v], 1);
+        env_set(&env, k ? want_on : want_off);
         m[k] = open_model(dir, "cuda", 0, &st, &err);
-        for (int v = 0; v < nv && v < 8; v++) {
-            if (had[v]) setenv(names[v], saved[v], 1);
-            else unsetenv(names[v]);
-        }
+        env_restore(&env);
         if (!m[k]) {
             glim_model_close(m[0]);
             REQUIRE(0, "%s: %s", name, err.message);
@@ -540,28 +559,53 @@ static void tail_split(void) {
     static const char *const names[] = {"GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN"};
     static const char *const on[] = {"10", "1", "1", "1", "0", "31", "0"};
-    const int nv = (int)(sizeof names / sizeof names[0]);
-    char saved[8][32];
-    int had[8];
-    for (int v = 0; v < nv; v++) {
-        const char *e = getenv(names[v]);
-        had[v] = e != NULL;
-        snprintf(saved[v], sizeof saved[v], "%s", e ? e : "");
-        setenv(names[v], on[v], 1);
-    }
+    env_saved env;
+    env_save(&env, names, (int)(sizeof names / sizeof names[0]));
+    env_set(&env, on);
     glim_synth_spec s = switch_spec(1, 17);
     s.hidden_size = 576;
     s.n_heads = 12;
     const long before = gcu_dmv_tail_count();
     random_vs_cpu("tail_split", s);
     const long ran = gcu_dmv_tail_count() - before;
-    for (int v = 0; v < nv; v++) {
-        if (had[v]) setenv(names[v], saved[v], 1);
-        else unsetenv(names[v]);
-    }
+    env_restore(&env);
     printf("  info: tail_split: %ld launches with a split tail\n", ran);
     CHECK(ran >= 2 * s.n_layers, "tail_split: %ld launches with a split tail, at least %d expected (o_proj "
           "and down of each layer)", ran, 2 * s.n_layers);
+}
+
+/* The span-major decode matvec (GLIM_CUDA_SPAN=15: qkvg, o_proj, gate/up and down on
+ * decode_mv_span.cu, each warp owning whole spans of its block's row blocks) sums the same
+ * products in another order, so it is checked against the CPU oracle at the fp32-KV tolerance
+ * (random_vs_cpu: the prompt's logits, then greedy decoding), on the wide switch model (o_proj
+ * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block) and on one whose 576-wide
+ * hidden size ends in half a span; and it must have run for all four products of every layer
+ * of every decoded token (its launch count: at least 4 n_layers per model, as the graph's
+ * capture enqueues a token once). The path it needs is pinned: the integer path on the
+ * shared-memory ring, no chain, no split tail, down staging its own input. */
+static void span_loop(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_TAIL_SPLIT",
+                                        "GLIM_CUDA_STAGE_I8"};
+    static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0"};
+    env_saved env;
+    env_save(&env, names, (int)(sizeof names / sizeof names[0]));
+    env_set(&env, on);
+    glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31);
+    half.hidden_size = 576;
+    half.n_heads = 12;
+    const glim_synth_spec *specs[2] = {&wide, &half};
+    const char *labels[2] = {"span_wide", "span_half"};
+    for (int k = 0; k < 2; k++) {
+        const long before = gcu_dmv_span_count();
+        random_vs_cpu(labels[k], *specs[k]);
+        const long ran = gcu_dmv_span_count() - before;
+        printf("  info: %s: %ld launches on the span-major kernel\n", labels[k], ran);
+        CHECK(ran >= 4L * specs[k]->n_layers, "%s: %ld launches on the span-major kernel, at least %d expected "
+              "(qkvg, o_proj, gate/up and down of each layer)", labels[k], ran, 4 * specs[k]->n_layers);
+    }
+    env_restore(&env);
 }
 
 /* glim_session_rewind on the GPU: its sliding ring holds W + 32 rows (W + n_rewind with more),
@@ -650,6 +694,7 @@ int main(void) {
     RUN(ahead_bits);
     RUN(att_pass_bits);
     RUN(tail_split);
+    RUN(span_loop);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

@@ -36,7 +36,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
- * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD override
+ * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS override
  * the defaults; GLIM_CUDA_DIAG_WINDOW and GLIM_CUDA_DIAG_RING are timing diagnostics). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
@@ -150,6 +151,13 @@ typedef struct gcu_options {
                        row blocks, no split tail; the same bits); 2: the same lean kernel without
                        the loads ahead (the control: what the freed registers alone do).
                        GLIM_CUDA_UNIT_AHEAD, 0: off (written in session 20 without a GPU) */
+    int span;       /* the products (mask: qkvg 1, o_proj 2, gate/up 4, down 8) whose decode
+                       matvec runs span-major (decode_mv_span.cu: each warp owns whole spans of
+                       the block's row blocks and stages them itself as it reaches them, so no
+                       block waits for the whole row's staging; MLX 4-bit on the integer path,
+                       other products as before; other bits than the default's).
+                       GLIM_CUDA_SPAN, 0: off (written in session 22 without a GPU) */
+    int span_warps; /* its warps that own spans (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -242,6 +250,8 @@ long gcu_dmv_chain_count(void);
 long gcu_dmv_flag_count(void);
 /* Decode matvec launches enqueued on the lean kernels (GLIM_CUDA_UNIT_AHEAD 1 or 2), for tests. */
 long gcu_dmv_ahead_count(void);
+/* Decode matvec launches enqueued on the span-major kernel (GLIM_CUDA_SPAN), for tests. */
+long gcu_dmv_span_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
 long gcu_attn_twice_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_ATT_WARM's rehearsal (tests). */
@@ -287,6 +297,9 @@ typedef struct gcu_test_dmv {
     int cluster_rows;            /* gcu_dmv_call.cluster_rows */
     int front_rows;              /* gcu_dmv_call.front_rows */
     int cluster_own_stage;       /* gcu_dmv_call.cluster_own_stage */
+    int span;                    /* gcu_dmv_call.span (an error if the span-major kernel
+                                    cannot take the call) */
+    int span_warps;              /* gcu_dmv_call.span_warps */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -249,6 +249,12 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
+    for (int k = 0; k < 8; k++) { /* the span-major kernels: pps 2, 4 x scale type x row-block sums */
+        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, k >> 2 ? SPAN_RB_MAX : SPAN_RB_SMALL);
+        cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
+                           : cudaSuccess;
+        if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
+    }
     cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
     if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
@@ -400,6 +406,46 @@ static const void *dmv_lean_kernel(const gcu_dmv_call *c, const DmvArgs *d) {
     return dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead);
 }
 
+/* GLIM_CUDA_SPAN: the warps of k_dmv_span that own spans. Balance first: the fewest warps (from
+ * 12) whose largest share of spans is the least that DMV_WARPS warps give (52 spans: 13 warps
+ * of 4, where 16 would leave 12 of them idle a quarter of the time; 156: 16 of 9 or 10). */
+static int dmv_span_warps(int nspan, int want) {
+    if (want > 0) return want < nspan ? (want < DMV_WARPS ? want : DMV_WARPS) : nspan;
+    if (nspan <= DMV_WARPS) return nspan;
+    const int most = (nspan + DMV_WARPS - 1) / DMV_WARPS;
+    for (int w = 12; w < DMV_WARPS; w++)
+        if ((nspan + w - 1) / w == most) return w;
+    return DMV_WARPS;
+}
+
+/* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
+ * plan succeeded (decode_mv_span.cu): one block per SM or per row block, each owning whole
+ * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. */
+static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
+    const gcu_mat *m = c->m;
+    if (!c->span || !d->i8 || c->pre_dig || c->tail_part || c->tin.part || d->mv.fuse || c->diag_ring ||
+        d->diag_window)
+        return 0;
+    const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
+    int nb = gcu_sm_count();
+    if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
+    if (nb > m->nrb) nb = m->nrb;
+    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, (m->nrb + nb - 1) / nb) : NULL;
+    const int nw = dmv_span_warps(m->f.nspan, c->span_warps);
+    const int S = k ? dmv_span_slots(m, base, nw, c->tma_slots) : 0;
+    if (!S) return 0;
+    *fn = k;
+    *blocks = nb;
+    *smem = base + (size_t)S * nw * 2 * m->unit_bytes;
+    d->bblocks = nb;
+    d->front = c->front_rows;
+    d->span_warps = nw;
+    d->tslots = S;
+    d->tchunk = 2;
+    d->tring_off = (int)base;
+    return 1;
+}
+
 static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs *d, int *blocks, size_t *smem,
                             glim_error *err) {
     glim_status s = dmv_init(err);
@@ -425,10 +471,11 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         }
         const void *lean = dmv_lean_kernel(c, d);
         if (lean) fn = lean;
+        dmv_span_plan(c, d, &fn, blocks, smem);
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
     d->cluster = 1;
-    if (sm && d->i8 && !d->pre_dig && c->cluster > 1)
+    if (sm && d->i8 && !d->pre_dig && c->cluster > 1 && !d->span_warps)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
     d->stage_cta = c->cluster_own_stage ? 1 : d->cluster;
     d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
@@ -469,6 +516,7 @@ extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part
     glim_error err;
     gcu_dmv_call plain = *c;
     plain.tail_part = NULL;
+    plain.span = 0; /* a call with a split tail runs on k_dmv_tma, whose owners are planned here */
     memset(t, 0, sizeof *t);
     if (c->epi != GCU_EPI_STORE || c->diag_ring || dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) != GLIM_OK ||
         !smem || d.bblocks == 0)
@@ -518,6 +566,8 @@ static long tail_count; /* launches enqueued with a split tail (gcu_dmv_tail_cou
 extern "C" long gcu_dmv_tail_count(void) { return tail_count; }
 static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_count) */
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
+static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
+extern "C" long gcu_dmv_span_count(void) { return span_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -533,6 +583,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.flag_wait) flag_count++;
     if (s == GLIM_OK && d.tail_part) tail_count++;
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
+    if (s == GLIM_OK && d.span_warps) span_count++;
     return s;
 }
 
@@ -665,6 +716,8 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->block_rows = p->block_rows;
     c->cluster_rows = p->cluster_rows;
     c->front_rows = p->front_rows;
+    c->span = p->span;
+    c->span_warps = p->span_warps;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
@@ -717,6 +770,17 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
             int slots, off, chunk;
             if (!dmv_tma_plan(&c, &slots, &off, &chunk)) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the shared-memory ring does not fit");
+                goto out;
+            }
+        }
+        if (c.span) { /* a test of the span-major kernel: an error if another would run */
+            const void *fn;
+            DmvArgs d;
+            int blocks;
+            size_t smem;
+            if ((s = dmv_plan(&c, &fn, &d, &blocks, &smem, err)) != GLIM_OK) goto out;
+            if (!d.span_warps) {
+                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel cannot take this call");
                 goto out;
             }
         }

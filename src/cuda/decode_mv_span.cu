@@ -1,0 +1,253 @@
+/* decode_mv_span.cu: the decode matvec in span-major order (GLIM_CUDA_SPAN, a mask of products;
+ * off by default, written in session 22 without a GPU): MLX 4-bit on the integer path, whole
+ * row blocks per block, weights streamed into a shared-memory ring by bulk copies as in
+ * k_dmv_tma (decode_mv_tma.cu).
+ *
+ * Why: k_dmv_tma's warps each walk a contiguous range of the block's units, row block after row
+ * block through all of its spans, so every warp needs the whole input staged as digits before
+ * its first unit, and the block stages it together behind a barrier: that staging (and a RAW
+ * input's load from global memory) sits on every product's critical path, ~1.5-4 us of the
+ * ~13 us of prologues per layer (bench/RESULTS.md v23). Here warp w owns whole spans (the
+ * input's columns [128 s, 128 s + 128) for s in [sA, sB)) of every row block of the block, and
+ * stages them itself, two spans at a time, just before it needs them: no block barrier after
+ * the norms, the first unit waits for two spans' staging only, and a warp's staging overlaps the
+ * other warps' units. The digits of a pair of spans are loaded into registers once and used for
+ * every row block of the block. Each warp keeps one pair of sums per row block (RB of them in
+ * registers, hence the template), adds them across its lanes at its end, and the block adds the
+ * warps' sums in warp order (span order: deterministic) through shared memory.
+ *
+ * A warp's stream: per pair of spans, per row block, one chunk of the two units (rb, s) and
+ * (rb, s + 1), contiguous in the matrix, one bulk copy into the next slot of its ring (a
+ * warp with an odd number of spans ends on a single unit). The ring is requested before the PDL
+ * wait as in k_dmv_tma.
+ *
+ * The sums are the same products added in another order than k_dmv_tma's (per warp over its
+ * spans, then over the warps), so the bits differ from it; test_cuda_kernels (mode 14) and
+ * test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are k_dmv_tma's
+ * (tma_rows), so the residual written by block 0 and the digits are the same bits. */
+#include "cuda/decode_mv_tma.cuh"
+
+#define SPAN_CHUNK 2 /* units per slot: one row block at a pair of spans */
+
+/* The block's row blocks [*r0, *r1): the shares of tma_warp_units with the block as owner. */
+__device__ __forceinline__ void span_block_rows(const DmvArgs &d, int *r0, int *r1) {
+    const MvArgs &a = d.mv;
+    const int no = d.bblocks, o = (int)blockIdx.x, R = (int)(a.nunits / a.nspan), q = R / no, e = R % no;
+    *r0 = *r1 = 0;
+    if (o >= no) return;
+    *r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
+    *r1 = d.front ? *r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no);
+}
+
+/* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
+ * zeros past the warp's spans): from the normed row in shared memory, or (RAW) the previous
+ * kernel's output in global memory. */
+__device__ __forceinline__ void span_pair_values(const DmvArgs &d, const float *row, int s, int sB, int lane,
+                                                 float *v) {
+    int ow = 0;
+    const int e = dmv_item(d.f, s * 16 + lane, &ow);
+    if (s + (lane >> 4) >= sB) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = 0.0f;
+    } else if (row) {
+        dmv_load_n<false>(row, e, 8, d.K, v);
+    } else {
+        dmv_load_n<true>(d.src, e, 8, d.K, v);
+    }
+}
+
+/* The lane's digits of span s in registers (zeros for the lanes that carry none). */
+__device__ __forceinline__ void span_digits(const DmvSmem &m, int s, bool dvalid, int g, int t, uint4 *b01,
+                                            uint4 *b23) {
+    const uint4 *dp = dmv_i8_lane_digits(m.sx, g, t) + s * DMV_I8_SPAN_U4, z = make_uint4(0, 0, 0, 0);
+    *b01 = dvalid ? dp[0] : z;
+    *b23 = dvalid ? dp[DMV_I8_HALF_U4] : z;
+}
+
+template <int PPS, bool SBF32, int RB>
+__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
+    extern __shared__ __align__(128) uint4 dmv_smem[];
+    __shared__ DmvSum scratch[DMV_SCRATCH];
+    __shared__ __align__(8) uint64_t bars[DMV_WARPS][TMA_SLOTS];
+    __shared__ unsigned long long tl_t[3]; /* timeline: start, past the wait, loop start */
+    const MvArgs &a = d.mv;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int NW = d.span_warps, S = d.tslots, uw = a.unit_u4, nspan = a.nspan;
+    int r0, r1;
+    span_block_rows(d, &r0, &r1);
+    const int nrb = r1 - r0; /* <= RB (the host's choice) */
+    /* the warp's spans [sA, sB); warps past NW only norm and merge */
+    const int sA = warp < NW ? nspan * warp / NW : 0, sB = warp < NW ? nspan * (warp + 1) / NW : 0;
+    const int npair = (sB - sA + 1) / 2, nchunk = npair * nrb;
+    const unsigned ub = (unsigned)uw * 16u;
+    const size_t cstep = (size_t)SPAN_CHUNK * uw;
+    uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
+    uint64_t *bar = bars[warp];
+    const uint64_t pol = mv_policy();
+    if (threadIdx.x == 0) dmv_stamp(d, 0);
+    gcu_tl_mark(d.tl, GCU_TL_START);
+    if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
+
+    /* the ring (lane 0): chunk c is pair c / nrb at row block c % nrb, into slot c % S; the next
+     * request's pair and row block run on as counters (a division per request would sit in
+     * the loop) */
+    int rq_pair = 0, rq_rb = 0, rq_left = nchunk;
+    auto request = [&](int slot) {
+        const int s = sA + 2 * rq_pair;
+        const unsigned bytes = (s + 1 < sB ? 2u : 1u) * ub;
+        gcu_mbar_expect_tx(&bar[slot], bytes);
+        gcu_bulk_g2s(ring + slot * cstep, a.w + ((size_t)(r0 + rq_rb) * nspan + s) * uw, bytes, &bar[slot], pol);
+        if (++rq_rb == nrb) {
+            rq_rb = 0;
+            rq_pair++;
+        }
+        rq_left--;
+    };
+    if (lane == 0) {
+        for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
+        gcu_mbar_init_fence();
+        for (int j = 0; j < S && rq_left > 0; j++) request(j);
+    }
+    __syncwarp();
+
+    const DmvSmem m = tma_smem_at(d, dmv_smem);
+    const bool rows = d.pro != GCU_PRO_RAW;
+    float wa[TMA_JM], wo[TMA_JM];
+    if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
+    if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
+    else gcu_pdl_wait();
+    if (threadIdx.x == 0) dmv_stamp(d, 1);
+    gcu_tl_mark(d.tl, GCU_TL_RELEASE);
+    if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
+    /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
+     * nothing before the loop, each warp reads its own spans from global memory */
+    if (rows) tma_rows(d, m, scratch, wa, wo);
+    if (threadIdx.x == 0) dmv_stamp(d, 2);
+    gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
+    if (threadIdx.x == 0) dmv_stamp(d, 3);
+    if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
+    if (d.stamps && threadIdx.x == 0 && nchunk > 0) { /* profiling: warp 0's first chunk is in */
+        gcu_mbar_wait(&bar[0], 0);
+        dmv_stamp(d, 4);
+    }
+
+    /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh: digit column g < 3, its
+     * weight cw of the two sums) */
+    const bool dvalid = g < 3, xvalid = t == 0;
+    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    const int lp = dmv_i8_group_lanes(PPS);
+    const float *row = rows ? m.row : NULL;
+    float acc[RB][2];
+#pragma unroll
+    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = 0.0f;
+    int slot = 0;
+    unsigned phase = 0;
+    float v[8];
+    if (npair > 0) span_pair_values(d, row, sA, sB, lane, v);
+    for (int p = 0; p < npair; p++) {
+        const int s = sA + 2 * p;
+        const bool two = s + 1 < sB;
+        /* stage the pair: item s * 16 + lane, the digits of both spans into their places */
+        dmv_i8_item(v, s * 16 + lane, s + (lane >> 4) < sB, lp, lane, (unsigned char *)m.sx, (float2 *)m.isum);
+        if (p + 1 < npair) span_pair_values(d, row, s + 2, sB, lane, v); /* in flight during the units */
+        __syncwarp();
+        uint4 b01[2], b23[2];
+        span_digits(m, s, dvalid, g, t, &b01[0], &b23[0]);
+        span_digits(m, two ? s + 1 : s, dvalid && two, g, t, &b01[1], &b23[1]);
+        const float2 *ep0 = (const float2 *)m.isum + s * PPS, *ep1 = ep0 + PPS;
+#pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r >= nrb) break; /* warp-uniform */
+            gcu_mbar_wait(&bar[slot], phase);
+            const uint4 *up = ring + slot * cstep;
+            /* both units' loads before the first's arithmetic where their registers fit (bf16
+             * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
+             * scales, which load the second unit after the first's arithmetic */
+            constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
+            MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
+            tma_unit_load(u0, up, lane);
+            if (BOTH && two) tma_unit_load(u1, up + uw, lane);
+            dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, acc[r]);
+            if (!BOTH && two) tma_unit_load(u1, up + uw, lane);
+            if (two) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, acc[r]);
+            /* the chunk's bytes are in every lane's registers and used: refill its slot */
+            __syncwarp();
+            if (lane == 0 && rq_left > 0) {
+                gcu_fence_proxy_async();
+                request(slot);
+            }
+            if (++slot == S) {
+                slot = 0;
+                phase ^= 1u;
+            }
+        }
+    }
+    /* the warp's sums per row block (lane t = 1's d2 sums into t = 0), into its own ring, whose
+     * copies have all landed and been read */
+    float2 *mine = (float2 *)ring;
+    if (sB > sA) {
+#pragma unroll
+        for (int r = 0; r < RB; r++) {
+            if (r >= nrb) break;
+            const float vg = acc[r][0] + __shfl_down_sync(0xffffffffu, acc[r][0], 1);
+            const float vh = acc[r][1] + __shfl_down_sync(0xffffffffu, acc[r][1], 1);
+            if (t == 0) mine[r * 8 + g] = make_float2(vg, vh);
+        }
+    }
+    __syncthreads();
+    /* the block's merge: row block r by warp r % 16, the warps' sums in warp order (span order),
+     * then GLIM_CUDA_LATE_NORM's scale, then the epilogue */
+    float osc = 1.0f;
+    if (d.late_norm) osc = dmv_norm_inv(dmv_block_gather(scratch, 1), d.K, d.eps_out);
+    const uint4 *ring0 = (const uint4 *)((const char *)dmv_smem + d.tring_off);
+    for (int r = warp; r < nrb; r += DMV_WARPS) {
+        float vg[1] = {0.0f}, vh[1] = {0.0f};
+        for (int w = 0; w < NW; w++) {
+            const float2 x = ((const float2 *)(ring0 + (size_t)w * S * cstep))[r * 8 + g];
+            vg[0] += x.x;
+            vh[0] += x.y;
+        }
+        if (d.late_norm) {
+            vg[0] *= osc;
+            vh[0] *= osc;
+        }
+        mv_epilogue<1>(a, r0 + r, lane, vg, vh);
+    }
+    /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
+    if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
+    if (d.stamps) {
+        if (threadIdx.x == 0) dmv_stamp(d, 5);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dmv_stamp(d, 6);
+            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
+        }
+    }
+    gcu_tl_block_end(d.tl);
+    gcu_tl_phases(d.tl, tl_t);
+}
+
+template <int RB>
+static const void *span_pick(int pps, int sbf32) {
+    switch (pps * 2 + (sbf32 ? 1 : 0)) {
+    case 4: return (const void *)k_dmv_span<2, false, RB>;
+    case 5: return (const void *)k_dmv_span<2, true, RB>;
+    case 8: return (const void *)k_dmv_span<4, false, RB>;
+    case 9: return (const void *)k_dmv_span<4, true, RB>;
+    }
+    return NULL;
+}
+
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max) {
+    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX>(pps, sbf32);
+    return NULL;
+}
+
+int dmv_span_slots(const gcu_mat *m, size_t off, int warps, int max_slots) {
+    if (off >= TMA_SMEM_MAX || warps < 1) return 0;
+    long long S = (long long)(TMA_SMEM_MAX - off) / ((long long)warps * SPAN_CHUNK * m->unit_bytes);
+    if (S > TMA_SLOTS) S = TMA_SLOTS;
+    if (max_slots > 0 && S > max_slots) S = max_slots;
+    return S < 2 ? 0 : (int)S;
+}
