@@ -348,12 +348,12 @@ static void random_mlx8_wide(void) {
 typedef struct env_saved {
     const char *const *names;
     int n;
-    char val[8][32];
-    int had[8];
+    char val[10][32];
+    int had[10];
 } env_saved;
 static void env_save(env_saved *e, const char *const *names, int n) {
     e->names = names;
-    e->n = n < 8 ? n : 8;
+    e->n = n < 10 ? n : 10;
     for (int v = 0; v < e->n; v++) {
         const char *x = getenv(names[v]);
         e->had[v] = x != NULL;
@@ -578,26 +578,28 @@ static void tail_split(void) {
  * decode_mv_span.cu, each warp owning whole spans of its block's row blocks) sums the same
  * products in another order, so it is checked against the CPU oracle at the fp32-KV tolerance
  * (random_vs_cpu: the prompt's logits, then greedy decoding), on the wide switch model (o_proj
- * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block) and on one whose 576-wide
- * hidden size ends in half a span; and it must have run for all four products of every layer
- * of every decoded token (its launch count: at least 4 n_layers per model, as the graph's
- * capture enqueues a token once). The path it needs is pinned: the integer path on the
- * shared-memory ring, no chain, no split tail, down staging its own input. */
+ * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block), on one whose 576-wide
+ * hidden size ends in half a span, and on the first with the sums in shared memory
+ * (GLIM_CUDA_SPAN_ACC=1); and it must have run for all four products of every layer of every
+ * decoded token (its launch count: at least 4 n_layers per model, as the graph's capture
+ * enqueues a token once). The path it needs is pinned: the integer path on the shared-memory
+ * ring, no chain, no split tail, down staging its own input. */
 static void span_loop(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_TAIL_SPLIT",
-                                        "GLIM_CUDA_STAGE_I8"};
-    static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0"};
+                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_STAGE_I8"};
+    static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0", "0"};
     env_saved env;
     env_save(&env, names, (int)(sizeof names / sizeof names[0]));
     env_set(&env, on);
     glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31);
     half.hidden_size = 576;
     half.n_heads = 12;
-    const glim_synth_spec *specs[2] = {&wide, &half};
-    const char *labels[2] = {"span_wide", "span_half"};
-    for (int k = 0; k < 2; k++) {
+    const glim_synth_spec *specs[3] = {&wide, &half, &wide};
+    const char *labels[3] = {"span_wide", "span_half", "span_wide_smem_sums"};
+    for (int k = 0; k < 3; k++) {
+        if (k == 2) setenv("GLIM_CUDA_SPAN_ACC", "1", 1); /* the sums in shared memory */
         const long before = gcu_dmv_span_count();
         random_vs_cpu(labels[k], *specs[k]);
         const long ran = gcu_dmv_span_count() - before;

@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS override
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC override
  * the defaults; GLIM_CUDA_DIAG_WINDOW and GLIM_CUDA_DIAG_RING are timing diagnostics). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
@@ -158,6 +158,9 @@ typedef struct gcu_options {
                        other products as before; other bits than the default's).
                        GLIM_CUDA_SPAN, 0: off (written in session 22 without a GPU) */
     int span_warps; /* its warps that own spans (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice) */
+    int span_acc;   /* 1: its row blocks' sums in shared memory, the loop over them not unrolled
+                       (GLIM_CUDA_SPAN_ACC, 0: in registers, the loop unrolled: ~5k instructions
+                       for gate/up's 19 row blocks per block) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -300,6 +303,7 @@ typedef struct gcu_test_dmv {
     int span;                    /* gcu_dmv_call.span (an error if the span-major kernel
                                     cannot take the call) */
     int span_warps;              /* gcu_dmv_call.span_warps */
+    int span_acc;                /* gcu_dmv_call.span_acc */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

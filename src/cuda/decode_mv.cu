@@ -249,8 +249,9 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 8; k++) { /* the span-major kernels: pps 2, 4 x scale type x row-block sums */
-        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, k >> 2 ? SPAN_RB_MAX : SPAN_RB_SMALL);
+    for (int k = 0; k < 12; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place */
+        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, k >> 2 == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
+                                         k >> 2 == 2);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -430,13 +431,16 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     if (nb > m->nrb) nb = m->nrb;
-    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, (m->nrb + nb - 1) / nb) : NULL;
-    const int nw = dmv_span_warps(m->f.nspan, c->span_warps);
-    const int S = k ? dmv_span_slots(m, base, nw, c->tma_slots) : 0;
+    const int rb_max = nb > 0 ? (m->nrb + nb - 1) / nb : 0, nw = dmv_span_warps(m->f.nspan, c->span_warps);
+    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, rb_max, c->span_acc) : NULL;
+    const size_t acc = c->span_acc ? (size_t)nw * rb_max * 32 * 8 : 0; /* float2 per lane and row block */
+    const int S = k ? dmv_span_slots(m, base, acc, nw, c->tma_slots) : 0;
     if (!S) return 0;
     *fn = k;
     *blocks = nb;
-    *smem = base + (size_t)S * nw * 2 * m->unit_bytes;
+    *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc;
+    d->span_acc_off = (int)(*smem - acc);
+    d->span_rb = rb_max;
     d->bblocks = nb;
     d->front = c->front_rows;
     d->span_warps = nw;
@@ -718,6 +722,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->front_rows = p->front_rows;
     c->span = p->span;
     c->span_warps = p->span_warps;
+    c->span_acc = p->span_acc;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

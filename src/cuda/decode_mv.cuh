@@ -79,8 +79,10 @@ struct DmvArgs {
     int tail_P;
     gcu_tail tin;
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (the others only norm and merge);
-     * 0 on the other kernels */
+     * 0 on the other kernels. With its sums in shared memory (GLIM_CUDA_SPAN_ACC): their byte
+     * offset in dynamic shared memory, span_rb float2 x 32 lanes per warp */
     int span_warps;
+    int span_acc_off, span_rb;
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart
@@ -315,13 +317,14 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
                         int *ring_off);
 
 /* decode_mv_span.cu (GLIM_CUDA_SPAN): the span-major kernel for the integer path (pps 2 or 4)
- * whose blocks own at most rb_max row blocks (NULL: none compiled for it; its row-block sums
- * are registers, SPAN_RB_SMALL or SPAN_RB_MAX of them), and the slots of 2 units per warp ring
- * that fit past byte `off` for `warps` warps (at most max_slots when > 0; 0 if under 2). */
+ * whose blocks own at most rb_max row blocks, their sums in registers (SPAN_RB_SMALL or
+ * SPAN_RB_MAX of them: NULL past that) or with smem_sums in shared memory (any number); and
+ * the slots of 2 units per warp ring that fit past byte `off` for `warps` warps, leaving
+ * `keep` bytes after the rings (at most max_slots when > 0; 0 if under 2). */
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max);
-int dmv_span_slots(const gcu_mat *m, size_t off, int warps, int max_slots);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums);
+int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between
  * them, each warp's ring running on across them (the integer path, MLX 4-bit with groups of 32

@@ -64,6 +64,14 @@ __device__ __forceinline__ void span_digits(const DmvSmem &m, int s, bool dvalid
     *b23 = dvalid ? dp[DMV_I8_HALF_U4] : z;
 }
 
+/* A warp's two sums of row block r (lane t = 1's d2 sums into t = 0) as 8 float2 at mine[8 r]. */
+__device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah, int lane) {
+    const float vg = ag + __shfl_down_sync(0xffffffffu, ag, 1), vh = ah + __shfl_down_sync(0xffffffffu, ah, 1);
+    if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
+}
+
+/* RB: the row blocks' sums in registers (RB > 0, at most RB row blocks per block) or in shared
+ * memory (RB == 0, at most d.span_rb). */
 template <int PPS, bool SBF32, int RB>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -137,61 +145,86 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     const int lp = dmv_i8_group_lanes(PPS);
     const float *row = rows ? m.row : NULL;
-    float acc[RB][2];
+    /* the row blocks' sums: RB > 0 in registers (the loop over row blocks unrolled), RB == 0 in
+     * shared memory, each lane its own float2 per row block (no unrolling: the loop's code
+     * stays small; GLIM_CUDA_SPAN_ACC) */
+    constexpr int RBR = RB > 0 ? RB : 1;
+    float acc[RBR][2];
 #pragma unroll
-    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = 0.0f;
+    for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
+    float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_rb * 32 + lane;
+    if (RB == 0 && sB > sA)
+        for (int r = 0; r < nrb; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
+    uint4 b01[2], b23[2];
+    const float2 *ep0 = NULL, *ep1 = NULL;
+    bool two = false;
+    /* one chunk (the next row block at the current pair of spans) into a2 */
+    auto chunk = [&](float *a2) {
+        gcu_mbar_wait(&bar[slot], phase);
+        const uint4 *up = ring + slot * cstep;
+        /* both units' loads before the first's arithmetic where their registers fit (bf16
+         * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
+         * scales, which load the second unit after the first's arithmetic */
+        constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
+        MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
+        tma_unit_load(u0, up, lane);
+        if (BOTH && two) tma_unit_load(u1, up + uw, lane);
+        dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, a2);
+        if (!BOTH && two) tma_unit_load(u1, up + uw, lane);
+        if (two) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, a2);
+        /* the chunk's bytes are in every lane's registers and used: refill its slot */
+        __syncwarp();
+        if (lane == 0 && rq_left > 0) {
+            gcu_fence_proxy_async();
+            request(slot);
+        }
+        if (++slot == S) {
+            slot = 0;
+            phase ^= 1u;
+        }
+    };
     float v[8];
     if (npair > 0) span_pair_values(d, row, sA, sB, lane, v);
     for (int p = 0; p < npair; p++) {
         const int s = sA + 2 * p;
-        const bool two = s + 1 < sB;
+        two = s + 1 < sB;
         /* stage the pair: item s * 16 + lane, the digits of both spans into their places */
         dmv_i8_item(v, s * 16 + lane, s + (lane >> 4) < sB, lp, lane, (unsigned char *)m.sx, (float2 *)m.isum);
         if (p + 1 < npair) span_pair_values(d, row, s + 2, sB, lane, v); /* in flight during the units */
         __syncwarp();
-        uint4 b01[2], b23[2];
         span_digits(m, s, dvalid, g, t, &b01[0], &b23[0]);
         span_digits(m, two ? s + 1 : s, dvalid && two, g, t, &b01[1], &b23[1]);
-        const float2 *ep0 = (const float2 *)m.isum + s * PPS, *ep1 = ep0 + PPS;
+        ep0 = (const float2 *)m.isum + s * PPS;
+        ep1 = ep0 + PPS;
+        if constexpr (RB > 0) {
 #pragma unroll
-        for (int r = 0; r < RB; r++) {
-            if (r >= nrb) break; /* warp-uniform */
-            gcu_mbar_wait(&bar[slot], phase);
-            const uint4 *up = ring + slot * cstep;
-            /* both units' loads before the first's arithmetic where their registers fit (bf16
-             * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
-             * scales, which load the second unit after the first's arithmetic */
-            constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
-            MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
-            tma_unit_load(u0, up, lane);
-            if (BOTH && two) tma_unit_load(u1, up + uw, lane);
-            dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, acc[r]);
-            if (!BOTH && two) tma_unit_load(u1, up + uw, lane);
-            if (two) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, acc[r]);
-            /* the chunk's bytes are in every lane's registers and used: refill its slot */
-            __syncwarp();
-            if (lane == 0 && rq_left > 0) {
-                gcu_fence_proxy_async();
-                request(slot);
+            for (int r = 0; r < RB; r++) {
+                if (r >= nrb) break; /* warp-uniform */
+                chunk(acc[r]);
             }
-            if (++slot == S) {
-                slot = 0;
-                phase ^= 1u;
+        } else {
+            for (int r = 0; r < nrb; r++) {
+                const float2 x = sacc[r * 32];
+                float a2[2] = {x.x, x.y};
+                chunk(a2);
+                sacc[r * 32] = make_float2(a2[0], a2[1]);
             }
         }
     }
-    /* the warp's sums per row block (lane t = 1's d2 sums into t = 0), into its own ring, whose
-     * copies have all landed and been read */
+    /* the warp's sums per row block into its own ring, whose copies have all landed and been
+     * read */
     float2 *mine = (float2 *)ring;
     if (sB > sA) {
+        if constexpr (RB > 0) {
 #pragma unroll
-        for (int r = 0; r < RB; r++) {
-            if (r >= nrb) break;
-            const float vg = acc[r][0] + __shfl_down_sync(0xffffffffu, acc[r][0], 1);
-            const float vh = acc[r][1] + __shfl_down_sync(0xffffffffu, acc[r][1], 1);
-            if (t == 0) mine[r * 8 + g] = make_float2(vg, vh);
+            for (int r = 0; r < RB; r++) {
+                if (r >= nrb) break;
+                span_put(mine, r, acc[r][0], acc[r][1], lane);
+            }
+        } else {
+            for (int r = 0; r < nrb; r++) span_put(mine, r, sacc[r * 32].x, sacc[r * 32].y, lane);
         }
     }
     __syncthreads();
@@ -238,15 +271,16 @@ static const void *span_pick(int pps, int sbf32) {
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max) {
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums) {
+    if (smem_sums) return span_pick<0>(pps, sbf32);
     if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL>(pps, sbf32);
     if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX>(pps, sbf32);
     return NULL;
 }
 
-int dmv_span_slots(const gcu_mat *m, size_t off, int warps, int max_slots) {
-    if (off >= TMA_SMEM_MAX || warps < 1) return 0;
-    long long S = (long long)(TMA_SMEM_MAX - off) / ((long long)warps * SPAN_CHUNK * m->unit_bytes);
+int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots) {
+    if (off + keep >= TMA_SMEM_MAX || warps < 1) return 0;
+    long long S = (long long)(TMA_SMEM_MAX - off - keep) / ((long long)warps * SPAN_CHUNK * m->unit_bytes);
     if (S > TMA_SLOTS) S = TMA_SLOTS;
     if (max_slots > 0 && S > max_slots) S = max_slots;
     return S < 2 ? 0 : (int)S;

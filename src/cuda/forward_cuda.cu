@@ -100,6 +100,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 0);
     o.span = env_int("GLIM_CUDA_SPAN", 0);
     o.span_warps = env_int("GLIM_CUDA_SPAN_WARPS", 0);
+    o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 0);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
@@ -668,6 +669,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.block_rows = (g->opt.block_rows & dmv_product_bit(kind)) != 0;
     c.span = (g->opt.span & dmv_product_bit(kind)) != 0;
     c.span_warps = g->opt.span_warps;
+    c.span_acc = g->opt.span_acc;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
