@@ -435,7 +435,8 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, rb_max, c->span_acc) : NULL;
     const size_t acc = c->span_acc ? (size_t)nw * rb_max * 32 * 8 : 0; /* float2 per lane and row block */
     const int S = k ? dmv_span_slots(m, base, acc, nw, c->tma_slots) : 0;
-    if (!S) return 0;
+    /* each warp's sums reach the merge through its ring: 8 float2 per row block */
+    if (!S || (size_t)rb_max * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
     *fn = k;
     *blocks = nb;
     *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc;
