@@ -103,6 +103,22 @@ __device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
     if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();
 }
 
+/* A block's end (every thread, after its last work): the profiling stamps 5 (thread 0 done), 6
+ * (the whole block) and 7 (%globaltimer), and the timeline's block end and phases (t: the
+ * block's start, past the wait, its loop's start). */
+__device__ __forceinline__ void dmv_block_end(const DmvArgs &d, const unsigned long long *t) {
+    if (d.stamps) {
+        if (threadIdx.x == 0) dmv_stamp(d, 5);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            dmv_stamp(d, 6);
+            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
+        }
+    }
+    gcu_tl_block_end(d.tl);
+    gcu_tl_phases(d.tl, t);
+}
+
 /* The type of the prologue's sums of squares (per thread, then over the block). float since
  * session 14: double cost a conversion per element (F2F.F64, a slow pipe), twice per RESID
  * prologue; the sums' relative error stays ~1e-7, under the digits' 2^-21. Every prologue (the

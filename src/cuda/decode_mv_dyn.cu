@@ -175,16 +175,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
         d.dyn_ctr[0] = 0;
         d.dyn_ctr[1] = 0;
     }
-    if (d.stamps) {
-        if (threadIdx.x == 0) dmv_stamp(d, 5);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            dmv_stamp(d, 6);
-            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
-        }
-    }
-    gcu_tl_block_end(d.tl);
-    gcu_tl_phases(d.tl, tl_t);
+    dmv_block_end(d, tl_t);
 }
 
 template <int PPS, bool SBF32, int RING>

@@ -209,16 +209,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
                         lane, warp, own);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
-    if (d.stamps) {
-        if (threadIdx.x == 0) dmv_stamp(d, 5);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            dmv_stamp(d, 6);
-            d.stamps[blockIdx.x * DMV_NSTAMP + 7] = (long long)gcu_tl_now();
-        }
-    }
-    gcu_tl_block_end(d.tl);
-    gcu_tl_phases(d.tl, tl_t);
+    dmv_block_end(d, tl_t);
 }
 
 template <bool I8, int LEAN>
