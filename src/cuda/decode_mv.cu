@@ -397,7 +397,6 @@ static int dmv_cluster_grid(const void *fn, size_t smem, int blocks, int want, i
     return blocks;
 }
 
-/* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
 /* GLIM_CUDA_UNIT_AHEAD (c->unit_ahead 1: loads ahead, LEAN 2; 2: without, LEAN 1): the lean
  * k_dmv_tma for a call on the shared-memory ring planned into d, where one was compiled for it
  * (the integer path, block-owned row blocks, no split tail, no ring diagnostic); else NULL. */
@@ -451,6 +450,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     return 1;
 }
 
+/* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
 static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs *d, int *blocks, size_t *smem,
                             glim_error *err) {
     glim_status s = dmv_init(err);
