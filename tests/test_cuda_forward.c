@@ -577,13 +577,17 @@ static void tail_split(void) {
 /* The span-major decode matvec (GLIM_CUDA_SPAN=15: qkvg, o_proj, gate/up and down on
  * decode_mv_span.cu, each warp owning whole spans of its block's row blocks) sums the same
  * products in another order, so it is checked against the CPU oracle at the fp32-KV tolerance
- * (random_vs_cpu: the prompt's logits, then greedy decoding), on the wide switch model (o_proj
- * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block), on one whose 576-wide
- * hidden size ends in half a span, and on the first with the sums in shared memory
- * (GLIM_CUDA_SPAN_ACC=1); and it must have run for all four products of every layer of every
- * decoded token (its launch count: at least 4 n_layers per model, as the graph's capture
- * enqueues a token once). The path it needs is pinned: the integer path on the shared-memory
- * ring, no chain, no split tail, down staging its own input. */
+ * (random_vs_cpu: the prompt's logits, then greedy decoding), and it must have run for all four
+ * products of every layer of every decoded token (its launch count: at least 4 n_layers per
+ * model, as the graph's capture enqueues a token once). Models: the wide switch model (o_proj
+ * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block); one whose 576-wide hidden
+ * size ends in half a span; the first with the sums in shared memory (GLIM_CUDA_SPAN_ACC=1);
+ * and, with the split tail (GLIM_CUDA_TAIL_SPLIT=10), a 2688-wide one whose o_proj and down
+ * have more row blocks (168) than an H100 or H200 has SMs (132: 36 left over, each cut between
+ * at most 5 blocks, within the 8 slots a consumer adds), so that their leftover row blocks are
+ * cut over every block (the tail's launch count: o_proj and down of each layer), and whose
+ * consumers (gate/up, the next qkvg) add the pieces in their prologue. The path it needs is
+ * pinned: the integer path on the shared-memory ring, no chain, down staging its own input. */
 static void span_loop(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
@@ -592,20 +596,34 @@ static void span_loop(void) {
     static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0", "0"};
     env_saved env;
     env_save(&env, names, (int)(sizeof names / sizeof names[0]));
-    env_set(&env, on);
-    glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31);
+    glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31), tail = switch_spec(1, 37);
     half.hidden_size = 576;
     half.n_heads = 12;
-    const glim_synth_spec *specs[3] = {&wide, &half, &wide};
-    const char *labels[3] = {"span_wide", "span_half", "span_wide_smem_sums"};
-    for (int k = 0; k < 3; k++) {
-        if (k == 2) setenv("GLIM_CUDA_SPAN_ACC", "1", 1); /* the sums in shared memory */
-        const long before = gcu_dmv_span_count();
-        random_vs_cpu(labels[k], *specs[k]);
-        const long ran = gcu_dmv_span_count() - before;
-        printf("  info: %s: %ld launches on the span-major kernel\n", labels[k], ran);
-        CHECK(ran >= 4L * specs[k]->n_layers, "%s: %ld launches on the span-major kernel, at least %d expected "
-              "(qkvg, o_proj, gate/up and down of each layer)", labels[k], ran, 4 * specs[k]->n_layers);
+    tail.hidden_size = 2688;
+    tail.n_heads = 24; /* o_proj 1536 wide: 12 spans */
+    const struct {
+        const char *label;
+        const glim_synth_spec *spec;
+        const char *acc, *tail;
+    } cases[4] = {{"span_wide", &wide, "0", "0"},
+                  {"span_half", &half, "0", "0"},
+                  {"span_wide_smem_sums", &wide, "1", "0"},
+                  {"span_tail_split", &tail, "0", "10"}};
+    for (int k = 0; k < 4; k++) {
+        env_set(&env, on);
+        setenv("GLIM_CUDA_SPAN_ACC", cases[k].acc, 1);
+        setenv("GLIM_CUDA_TAIL_SPLIT", cases[k].tail, 1);
+        const long before = gcu_dmv_span_count(), tails = gcu_dmv_tail_count();
+        random_vs_cpu(cases[k].label, *cases[k].spec);
+        const long ran = gcu_dmv_span_count() - before, split = gcu_dmv_tail_count() - tails;
+        const int L = cases[k].spec->n_layers;
+        printf("  info: %s: %ld launches on the span-major kernel, %ld with a split tail\n", cases[k].label, ran,
+               split);
+        CHECK(ran >= 4L * L, "%s: %ld launches on the span-major kernel, at least %d expected (qkvg, o_proj, "
+              "gate/up and down of each layer)", cases[k].label, ran, 4 * L);
+        if (strcmp(cases[k].tail, "0") != 0)
+            CHECK(split >= 2L * L, "%s: %ld launches with a split tail, at least %d expected (o_proj and down of "
+                  "each layer)", cases[k].label, split, 2 * L);
     }
     env_restore(&env);
 }

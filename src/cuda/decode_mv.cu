@@ -423,24 +423,27 @@ static int dmv_span_warps(int nspan, int want) {
  * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     const gcu_mat *m = c->m;
-    if (!c->span || !d->i8 || c->pre_dig || c->tail_part || c->tin.part || d->mv.fuse || c->diag_ring ||
-        d->diag_window)
-        return 0;
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || c->diag_ring || d->diag_window) return 0;
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     if (nb > m->nrb) nb = m->nrb;
     const int rb_max = nb > 0 ? (m->nrb + nb - 1) / nb : 0, nw = dmv_span_warps(m->f.nspan, c->span_warps);
     const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, rb_max, c->span_acc) : NULL;
-    const size_t acc = c->span_acc ? (size_t)nw * rb_max * 32 * 8 : 0; /* float2 per lane and row block */
+    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
+    if (c->tail_part && !c->span_acc && rb_max > SPAN_RB_SMALL) return 0;
+    /* the sums in shared memory: a float2 per lane and row, the split tail's 2 piece rows, then
+     * with span_acc the row blocks' */
+    const int srows = 2 + (c->span_acc ? rb_max : 0);
+    const size_t acc = (size_t)nw * srows * 32 * 8;
     const int S = k ? dmv_span_slots(m, base, acc, nw, c->tma_slots) : 0;
-    /* each warp's sums reach the merge through its ring: 8 float2 per row block */
-    if (!S || (size_t)rb_max * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
+    /* each warp's sums reach the merge through its ring: 8 float2 per row block and piece row */
+    if (!S || (size_t)(rb_max + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
     *fn = k;
     *blocks = nb;
     *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc;
     d->span_acc_off = (int)(*smem - acc);
-    d->span_rb = rb_max;
+    d->span_rb = srows;
     d->bblocks = nb;
     d->front = c->front_rows;
     d->span_warps = nw;
@@ -519,12 +522,14 @@ extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part
     int blocks;
     size_t smem;
     glim_error err;
+    /* the plan of the call as it will run with its tail (the kernel, hence the owners: k_dmv_tma's
+     * blocks or clusters, or k_dmv_span's blocks where it takes a tail) */
     gcu_dmv_call plain = *c;
-    plain.tail_part = NULL;
-    plain.span = 0; /* a call with a split tail runs on k_dmv_tma, whose owners are planned here */
+    plain.tail_part = part;
+    plain.tail_P = 1;
     memset(t, 0, sizeof *t);
-    if (c->epi != GCU_EPI_STORE || c->diag_ring || dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) != GLIM_OK ||
-        !smem || d.bblocks == 0)
+    if (c->epi != GCU_EPI_STORE || c->diag_ring || !part ||
+        dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) != GLIM_OK || !smem || d.bblocks == 0)
         return 0;
     const int own = d.cluster_rows ? d.cluster : 1, no = (d.bblocks + own - 1) / own;
     const int R = c->m->nrb, nspan = c->m->f.nspan, q = R / no, e = R - q * no;

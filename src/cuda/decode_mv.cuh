@@ -79,8 +79,9 @@ struct DmvArgs {
     int tail_P;
     gcu_tail tin;
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (the others only norm and merge);
-     * 0 on the other kernels. With its sums in shared memory (GLIM_CUDA_SPAN_ACC): their byte
-     * offset in dynamic shared memory, span_rb float2 x 32 lanes per warp */
+     * 0 on the other kernels. Its sums in shared memory (the split tail's two piece rows, then
+     * with GLIM_CUDA_SPAN_ACC the row blocks'): their byte offset in dynamic shared memory, and
+     * their rows per warp (span_rb float2 x 32 lanes each) */
     int span_warps;
     int span_acc_off, span_rb;
 };

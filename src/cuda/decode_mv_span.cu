@@ -29,14 +29,66 @@
 
 #define SPAN_CHUNK 2 /* units per slot: one row block at a pair of spans */
 
-/* The block's row blocks [*r0, *r1): the shares of tma_warp_units with the block as owner. */
-__device__ __forceinline__ void span_block_rows(const DmvArgs &d, int *r0, int *r1) {
+/* A block's share and a warp's spans. Whole row blocks [r0, r0 + nrb): the shares of
+ * tma_warp_units with the block as owner. With a split tail (GLIM_CUDA_TAIL_SPLIT, TmaTail: the
+ * q = R / no whole row blocks of each of the no blocks, then the leftover region's units cut
+ * over the blocks in row-block order) the block's piece of that region, which touches at most
+ * two row blocks (the region has fewer row blocks than there are blocks): piece row k is row
+ * block px[k] at spans [pa[k], pb[k]) (empty when pa >= pb). */
+struct SpanWork {
+    int r0, nrb;
+    int px[2], pa[2], pb[2];
+    int sA, sB;     /* the warp's spans */
+    TmaTail tail;   /* tail.part NULL: no split tail */
+};
+
+__device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool tails) {
     const MvArgs &a = d.mv;
-    const int no = d.bblocks, o = (int)blockIdx.x, R = (int)(a.nunits / a.nspan), q = R / no, e = R % no;
-    *r0 = *r1 = 0;
-    if (o >= no) return;
-    *r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
-    *r1 = d.front ? *r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no);
+    const int no = d.bblocks, o = (int)blockIdx.x, ns = a.nspan, R = (int)(a.nunits / ns), q = R / no, e = R % no;
+    SpanWork w;
+    w.r0 = w.nrb = 0;
+    w.px[0] = w.px[1] = w.pa[0] = w.pa[1] = w.pb[0] = w.pb[1] = 0;
+    w.tail = TmaTail{0, 0, 0, 0, 0, 0x7fffffff, 0, 1, 0, NULL};
+    const int NW = d.span_warps;
+    w.sA = warp < NW ? ns * warp / NW : 0;
+    w.sB = warp < NW ? ns * (warp + 1) / NW : 0;
+    if (o >= no) return w;
+    if (tails && d.tail_part) {
+        const int U = e * ns, lo0 = (int)mv_muldiv(U, o, no), lo1 = (int)mv_muldiv(U, o + 1, no);
+        w.r0 = o * q;
+        w.nrb = q;
+        w.tail = TmaTail{0, 0, lo0, lo1, U, q * no, o, no, d.tail_P, d.tail_part};
+        const int x0 = lo0 / ns; /* the piece's first row block in the region */
+        w.px[0] = q * no + x0;
+        w.pa[0] = lo0 - x0 * ns;
+        w.pb[0] = min(ns, lo1 - x0 * ns);
+        w.px[1] = w.px[0] + 1;
+        w.pb[1] = lo1 - (x0 + 1) * ns; /* > 0: the piece runs into the next row block */
+        return w;
+    }
+    w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
+    w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
+    return w;
+}
+
+/* Chunk `item` of the warp's pair p of spans: items 0..nrb-1 the whole row blocks at both spans
+ * (one unit at a single last span), items nrb and nrb + 1 the piece rows at those of the pair's
+ * spans they hold. False: that item has no unit. *rb: its row block, *sf: its first span,
+ * *n: its units (1 or 2, contiguous). The loop and the ring's requests walk the same items. */
+__device__ __forceinline__ bool span_chunk(const SpanWork &w, int p, int item, int *rb, int *sf, int *n) {
+    const int s = w.sA + 2 * p, s2 = min(s + 2, w.sB);
+    if (item < w.nrb) {
+        *rb = w.r0 + item;
+        *sf = s;
+        *n = s2 - s;
+        return true;
+    }
+    const bool k = item > w.nrb; /* (selects: an array indexed at run time would live in local memory) */
+    const int lo = max(s, k ? w.pa[1] : w.pa[0]), hi = min(s2, k ? w.pb[1] : w.pb[0]);
+    *rb = k ? w.px[1] : w.px[0];
+    *sf = lo;
+    *n = hi - lo;
+    return lo < hi;
 }
 
 /* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
@@ -81,12 +133,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const MvArgs &a = d.mv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int NW = d.span_warps, S = d.tslots, uw = a.unit_u4, nspan = a.nspan;
-    int r0, r1;
-    span_block_rows(d, &r0, &r1);
-    const int nrb = r1 - r0; /* <= RB (the host's choice) */
-    /* the warp's spans [sA, sB); warps past NW only norm and merge */
-    const int sA = warp < NW ? nspan * warp / NW : 0, sB = warp < NW ? nspan * (warp + 1) / NW : 0;
-    const int npair = (sB - sA + 1) / 2, nchunk = npair * nrb;
+    /* a split tail's piece rows (TAILS): compiled in where the sums are few or in shared memory,
+     * the producers that have one being o_proj and down (3 or 4 row blocks per block); in the
+     * 20 registers' kernel (gate/up, qkvg) its state spilled ~200 bytes */
+    constexpr bool TAILS = RB != SPAN_RB_MAX;
+    const SpanWork w = span_work(d, warp, TAILS); /* warps past NW own no spans: they only norm and merge */
+    const int nrb = w.nrb; /* <= RB (the host's choice) */
+    const int npair = (w.sB - w.sA + 1) / 2, nitem = nrb + (TAILS ? 2 : 0);
     const unsigned ub = (unsigned)uw * 16u;
     const size_t cstep = (size_t)SPAN_CHUNK * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
@@ -96,25 +149,30 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     gcu_tl_mark(d.tl, GCU_TL_START);
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
 
-    /* the ring (lane 0): chunk c is pair c / nrb at row block c % nrb, into slot c % S; the next
-     * request's pair and row block run on as counters (a division per request would sit in
-     * the loop) */
-    int rq_pair = 0, rq_rb = 0, rq_left = nchunk;
-    auto request = [&](int slot) {
-        const int s = sA + 2 * rq_pair;
-        const unsigned bytes = (s + 1 < sB ? 2u : 1u) * ub;
-        gcu_mbar_expect_tx(&bar[slot], bytes);
-        gcu_bulk_g2s(ring + slot * cstep, a.w + ((size_t)(r0 + rq_rb) * nspan + s) * uw, bytes, &bar[slot], pol);
-        if (++rq_rb == nrb) {
-            rq_rb = 0;
-            rq_pair++;
+    /* the ring (lane 0): the warp's chunks in the loop's order (span_chunk's items, pair after
+     * pair), chunk c into slot c % S; the next request's pair and item run on as counters */
+    int rq_pair = 0, rq_item = 0;
+    auto request = [&](int slot) -> bool {
+        int rb, sf, n;
+        for (;;) {
+            if (rq_pair >= npair) return false;
+            const bool have = span_chunk(w, rq_pair, rq_item, &rb, &sf, &n);
+            if (++rq_item == nitem) {
+                rq_item = 0;
+                rq_pair++;
+            }
+            if (have) break;
         }
-        rq_left--;
+        const unsigned bytes = (unsigned)n * ub;
+        gcu_mbar_expect_tx(&bar[slot], bytes);
+        gcu_bulk_g2s(ring + slot * cstep, a.w + ((size_t)rb * nspan + sf) * uw, bytes, &bar[slot], pol);
+        return true;
     };
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
-        for (int j = 0; j < S && rq_left > 0; j++) request(j);
+        for (int j = 0; j < S && request(j); j++) {
+        }
     }
     __syncwarp();
 
@@ -127,14 +185,15 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
-    /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
-     * nothing before the loop, each warp reads its own spans from global memory */
+    /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (with a producer's split tail
+     * added in; one barrier at its end); RAW: nothing before the loop, each warp reads its own
+     * spans from global memory */
     if (rows) tma_rows(d, m, scratch, wa, wo);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
-    if (d.stamps && threadIdx.x == 0 && nchunk > 0) { /* profiling: warp 0's first chunk is in */
+    if (d.stamps && threadIdx.x == 0 && npair > 0) { /* profiling: warp 0's first chunk is in */
         gcu_mbar_wait(&bar[0], 0);
         dmv_stamp(d, 4);
     }
@@ -146,22 +205,22 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const int lp = dmv_i8_group_lanes(PPS);
     const float *row = rows ? m.row : NULL;
     /* the row blocks' sums: RB > 0 in registers (the loop over row blocks unrolled), RB == 0 in
-     * shared memory, each lane its own float2 per row block (no unrolling: the loop's code
-     * stays small; GLIM_CUDA_SPAN_ACC) */
+     * shared memory (GLIM_CUDA_SPAN_ACC: no unrolling, the loop's code stays small), each lane
+     * its own float2 per row; the split tail's two piece rows always there (rows 0 and 1, the
+     * whole row blocks' from row 2: registers would spill) */
     constexpr int RBR = RB > 0 ? RB : 1;
     float acc[RBR][2];
 #pragma unroll
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
     float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_rb * 32 + lane;
-    if (RB == 0 && sB > sA)
-        for (int r = 0; r < nrb; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
+    if (warp < NW)
+        for (int r = 0; r < (RB == 0 ? nrb + 2 : 2); r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
     uint4 b01[2], b23[2];
     const float2 *ep0 = NULL, *ep1 = NULL;
-    bool two = false;
-    /* one chunk (the next row block at the current pair of spans) into a2 */
-    auto chunk = [&](float *a2) {
+    /* one chunk into a2: n units (1 or 2), the first at the pair's span `hi` (0 or 1) */
+    auto chunk = [&](float *a2, bool hi, int n) {
         gcu_mbar_wait(&bar[slot], phase);
         const uint4 *up = ring + slot * cstep;
         /* both units' loads before the first's arithmetic where their registers fit (bf16
@@ -170,13 +229,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
         MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
         tma_unit_load(u0, up, lane);
-        if (BOTH && two) tma_unit_load(u1, up + uw, lane);
-        dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, a2);
-        if (!BOTH && two) tma_unit_load(u1, up + uw, lane);
-        if (two) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, a2);
+        if (BOTH && n == 2) tma_unit_load(u1, up + uw, lane);
+        if (hi) dmv_unit_i8_held<PPS, SBF32>(u0, b01[1], b23[1], ep1, cw, xvalid, a2);
+        else dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, a2);
+        if (!BOTH && n == 2) tma_unit_load(u1, up + uw, lane);
+        if (n == 2) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, a2);
         /* the chunk's bytes are in every lane's registers and used: refill its slot */
         __syncwarp();
-        if (lane == 0 && rq_left > 0) {
+        if (lane == 0) {
             gcu_fence_proxy_async();
             request(slot);
         }
@@ -185,38 +245,44 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             phase ^= 1u;
         }
     };
+    /* a chunk into the sums of shared-memory row r */
+    auto chunk_smem = [&](int r, bool hi, int n) {
+        const float2 x = sacc[r * 32];
+        float a2[2] = {x.x, x.y};
+        chunk(a2, hi, n);
+        sacc[r * 32] = make_float2(a2[0], a2[1]);
+    };
     float v[8];
-    if (npair > 0) span_pair_values(d, row, sA, sB, lane, v);
+    if (npair > 0) span_pair_values(d, row, w.sA, w.sB, lane, v);
     for (int p = 0; p < npair; p++) {
-        const int s = sA + 2 * p;
-        two = s + 1 < sB;
+        const int s = w.sA + 2 * p, two = s + 1 < w.sB ? 2 : 1;
         /* stage the pair: item s * 16 + lane, the digits of both spans into their places */
-        dmv_i8_item(v, s * 16 + lane, s + (lane >> 4) < sB, lp, lane, (unsigned char *)m.sx, (float2 *)m.isum);
-        if (p + 1 < npair) span_pair_values(d, row, s + 2, sB, lane, v); /* in flight during the units */
+        dmv_i8_item(v, s * 16 + lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)m.sx, (float2 *)m.isum);
+        if (p + 1 < npair) span_pair_values(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
         span_digits(m, s, dvalid, g, t, &b01[0], &b23[0]);
-        span_digits(m, two ? s + 1 : s, dvalid && two, g, t, &b01[1], &b23[1]);
+        span_digits(m, two == 2 ? s + 1 : s, dvalid && two == 2, g, t, &b01[1], &b23[1]);
         ep0 = (const float2 *)m.isum + s * PPS;
         ep1 = ep0 + PPS;
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
                 if (r >= nrb) break; /* warp-uniform */
-                chunk(acc[r]);
+                chunk(acc[r], false, two);
             }
         } else {
-            for (int r = 0; r < nrb; r++) {
-                const float2 x = sacc[r * 32];
-                float a2[2] = {x.x, x.y};
-                chunk(a2);
-                sacc[r * 32] = make_float2(a2[0], a2[1]);
-            }
+            for (int r = 0; r < nrb; r++) chunk_smem(2 + r, false, two);
+        }
+        for (int k = 0; TAILS && k < 2; k++) { /* the split tail's piece rows, where the pair meets them */
+            int rb, sf, n;
+            if (span_chunk(w, p, nrb + k, &rb, &sf, &n)) chunk_smem(k, sf != s, n);
         }
     }
-    /* the warp's sums per row block into its own ring, whose copies have all landed and been
-     * read */
+    /* the warp's sums per row block, then the piece rows', into its own ring, whose copies have
+     * all landed and been read (every warp that owns spans writes every row: zeros where its
+     * spans met none of a piece row) */
     float2 *mine = (float2 *)ring;
-    if (sB > sA) {
+    if (warp < NW) {
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
@@ -224,19 +290,23 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
                 span_put(mine, r, acc[r][0], acc[r][1], lane);
             }
         } else {
-            for (int r = 0; r < nrb; r++) span_put(mine, r, sacc[r * 32].x, sacc[r * 32].y, lane);
+            for (int r = 0; r < nrb; r++) span_put(mine, r, sacc[(2 + r) * 32].x, sacc[(2 + r) * 32].y, lane);
         }
+        for (int k = 0; TAILS && k < 2; k++) span_put(mine, nrb + k, sacc[k * 32].x, sacc[k * 32].y, lane);
     }
     __syncthreads();
-    /* the block's merge: row block r by warp r % 16, the warps' sums in warp order (span order),
-     * then GLIM_CUDA_LATE_NORM's scale, then the epilogue */
+    /* the block's merge: row r (a whole row block, then the piece rows) by warp r % 16, the
+     * warps' sums in warp order (span order), then GLIM_CUDA_LATE_NORM's scale, then the
+     * epilogue (a piece row: its sums into the block's slot of the split tail) */
     float osc = 1.0f;
     if (d.late_norm) osc = dmv_norm_inv(dmv_block_gather(scratch, 1), d.K, d.eps_out);
     const uint4 *ring0 = (const uint4 *)((const char *)dmv_smem + d.tring_off);
-    for (int r = warp; r < nrb; r += DMV_WARPS) {
+    for (int r = warp; r < nitem; r += DMV_WARPS) {
+        const bool k = r > nrb; /* of a piece row (selects, not an index: see span_chunk) */
+        if (r >= nrb && (k ? w.pa[1] >= w.pb[1] : w.pa[0] >= w.pb[0])) continue; /* an empty piece row */
         float vg[1] = {0.0f}, vh[1] = {0.0f};
-        for (int w = 0; w < NW; w++) {
-            const float2 x = ((const float2 *)(ring0 + (size_t)w * S * cstep))[r * 8 + g];
+        for (int q = 0; q < NW; q++) {
+            const float2 x = ((const float2 *)(ring0 + (size_t)q * S * cstep))[r * 8 + g];
             vg[0] += x.x;
             vh[0] += x.y;
         }
@@ -244,7 +314,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             vg[0] *= osc;
             vh[0] *= osc;
         }
-        mv_epilogue<1>(a, r0 + r, lane, vg, vh);
+        if (r < nrb) mv_epilogue<1>(a, w.r0 + r, lane, vg, vh);
+        else tma_tail_put(a, w.tail, k ? w.px[1] : w.px[0], lane, vg[0], vh[0]);
     }
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
