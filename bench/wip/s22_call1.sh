@@ -1,6 +1,6 @@
 #!/bin/sh
 # s22_call1.sh (session 22, no GPU lent: prepared, not run). Carry .deps and build/src/cuda
-# (built here with `make -j2 all`); timeout_s 600, ~9 minutes. Run it before s21_call1.sh and
+# (built here with `make -j2 all`); timeout_s 600, ~10 minutes. Run it before s21_call1.sh and
 # s21_call2.sh: it decides whether the span-major matvec (GLIM_CUDA_SPAN, decode_mv_span.cu,
 # RESULTS v24) is correct and whether it gains, with the prologues' price (DIAG_RING=5) and the
 # session 20-21 switches in the same alternating A/B.
@@ -10,6 +10,7 @@
 #    test (new shared-memory and bulk-copy traffic).
 # 2. A/B in alternating processes (the timeline per product in e.md): the default, SPAN=15,
 #    SPAN=15 with the sums in shared memory (SPAN_ACC=1: the loop over row blocks not unrolled),
+#    SPAN=15 with the split tail (TAIL_SPLIT=10: o_proj's and down's leftover row blocks),
 #    DIAG_RING=5 (prologues skipped: their cost), UNIT_AHEAD=1, SPAN=15 with 16 warps owning
 #    spans (52 spans: 4 warps of 4 and 12 of 3, against 13 of 4), TAIL_SPLIT=10, ATT_WARM=1.
 cd "$(dirname "$0")/../.." || exit 1
@@ -25,6 +26,7 @@ GLIM_REQUIRE_CUDA=1 CHECK_ONLY=decode_matvec_span timeout 100 compute-sanitizer 
     build/tests/test_cuda_kernels > /tmp/span_memcheck.log 2>&1
 echo "span memcheck rc=$? $(grep 'ERROR SUMMARY' /tmp/span_memcheck.log | tail -1)"; grep -m5 -A3 'Invalid\|Error' /tmp/span_memcheck.log
 S=GLIM_CUDA_SPAN R=GLIM_CUDA_DIAG_RING A=GLIM_CUDA_UNIT_AHEAD T=GLIM_CUDA_TAIL_SPLIT
-sh bench/ab_decode.sh new new,$S=15 new,$S=15,GLIM_CUDA_SPAN_ACC=1 new,$R=5 new,$A=1 new,$S=15,GLIM_CUDA_SPAN_WARPS=16 \
-    new new,$S=15 new,$S=15,GLIM_CUDA_SPAN_ACC=1 new,$T=10 new,GLIM_CUDA_ATT_WARM=1
+sh bench/ab_decode.sh new new,$S=15 new,$S=15,GLIM_CUDA_SPAN_ACC=1 new,$S=15,$T=10 new,$R=5 new,$A=1 \
+    new,$S=15,GLIM_CUDA_SPAN_WARPS=16 new new,$S=15 new,$S=15,GLIM_CUDA_SPAN_ACC=1 new,$S=15,$T=10 new,$T=10 \
+    new,GLIM_CUDA_ATT_WARM=1
 grep -E "^decode with|^\| (qkvg|attention|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=7) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         for (;;) {
             if (rq_pair >= npair) return false;
             const bool have = span_chunk(w, rq_pair, rq_item, &rb, &sf, &n);
-            if (++rq_item == nitem) {
+            if (++rq_item >= nitem) {
                 rq_item = 0;
                 rq_pair++;
             }

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""span_sim.py: the index arithmetic of k_dmv_span (src/cuda/decode_mv_span.cu: span_work,
+span_chunk, the ring's request order) and of its split tail, simulated for the 30B's shapes and
+the tests' (session 22, no GPU): every unit of a matrix is computed exactly once, by the block
+that owns its row block (or, in the leftover region, by the owner gcu_dmv_tail_plan gives it);
+each chunk is 1 or 2 contiguous units at the pair's spans; every slot of the split tail that a
+consumer adds (tma_tail_sum: owners first..last of each leftover row block) is written once.
+Mirrors the C; run: python3 bench/wip/span_sim.py"""
+import sys
+
+
+def muldiv(a, b, c):
+    return a * b // c
+
+
+def span_warps(nspan, want=0, W=16):
+    if want > 0:
+        return min(want, W) if want < nspan else nspan
+    if nspan <= W:
+        return nspan
+    most = (nspan + W - 1) // W
+    for w in range(12, W):
+        if (nspan + w - 1) // w == most:
+            return w
+    return W
+
+
+def span_work(R, ns, no, o, warp, NW, front, tail):
+    w = dict(r0=0, nrb=0, px=[0, 0], pa=[0, 0], pb=[0, 0], sA=0, sB=0)
+    w['sA'] = ns * warp // NW if warp < NW else 0
+    w['sB'] = ns * (warp + 1) // NW if warp < NW else 0
+    q, e = R // no, R % no
+    if tail:
+        U = e * ns
+        lo0, lo1 = muldiv(U, o, no), muldiv(U, o + 1, no)
+        w['r0'], w['nrb'] = o * q, q
+        x0 = lo0 // ns
+        w['px'] = [q * no + x0, q * no + x0 + 1]
+        w['pa'] = [lo0 - x0 * ns, 0]
+        w['pb'] = [min(ns, lo1 - x0 * ns), lo1 - (x0 + 1) * ns]
+        return w
+    w['r0'] = o * q + min(o, e) if front else muldiv(R, o, no)
+    r1 = w['r0'] + q + (1 if o < e else 0) if front else muldiv(R, o + 1, no)
+    w['nrb'] = r1 - w['r0']
+    return w
+
+
+def span_chunk(w, p, item):
+    s = w['sA'] + 2 * p
+    s2 = min(s + 2, w['sB'])
+    if item < w['nrb']:
+        return (w['r0'] + item, s, s2 - s)
+    k = 1 if item > w['nrb'] else 0
+    lo, hi = max(s, w['pa'][k]), min(s2, w['pb'][k])
+    return (w['px'][k], lo, hi - lo) if lo < hi else None
+
+
+def owner(x, U, no):  # mv_owner
+    return ((x + 1) * no - 1) // U
+
+
+def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want_warps=0):
+    no = min(sms, R)
+    NW = span_warps(ns, want_warps)
+    q, e = R // no, R % no
+    if tail and (e == 0 or e * ns < no):
+        print(f"{name}: no tail (e={e})")
+        return True
+    seen = {}
+    slots = {}
+    for o in range(no):
+        for warp in range(16):
+            w = span_work(R, ns, no, o, warp, NW, front, tail)
+            npair = (w['sB'] - w['sA'] + 1) // 2
+            nitem = w['nrb'] + (2 if tails_compiled else 0)
+            order = []
+            for p in range(npair):
+                s = w['sA'] + 2 * p
+                for item in range(nitem):
+                    c = span_chunk(w, p, item)
+                    if c is None:
+                        continue
+                    rb, sf, n = c
+                    assert n in (1, 2) and s <= sf and sf + n <= min(s + 2, w['sB']), (name, c)
+                    order.append(c)
+                    for u in range(n):
+                        key = (rb, sf + u)
+                        assert key not in seen, (name, key, seen.get(key), (o, warp))
+                        seen[key] = (o, warp)
+                        if tail and rb >= q * no:  # a leftover row block: the owner must be tail_plan's
+                            x = (rb - q * no) * ns + sf + u
+                            assert owner(x, e * ns, no) == o, (name, key, o)
+                            slots[(rb, o)] = True
+            # the request walk (skipping empty items) gives the same order as the loop
+            req, rp, ri = [], 0, 0
+            while rp < npair:
+                c = span_chunk(w, rp, ri)
+                ri += 1
+                if ri >= nitem:
+                    ri, rp = 0, rp + 1
+                if c is not None:
+                    req.append(c)
+            assert req == order, name
+    missing = [(rb, s) for rb in range(R) for s in range(ns) if (rb, s) not in seen]
+    assert not missing, (name, missing[:5])
+    if tail:  # every slot a consumer adds was written: owners first..last of each leftover row block
+        U = e * ns
+        for r in range(e):
+            of, ol = owner(r * ns, U, no), owner(r * ns + ns - 1, U, no)
+            for o in range(of, ol + 1):
+                assert (q * no + r, o) in slots, (name, r, o)
+    print(f"{name}: R {R} x {ns} spans on {no} blocks, {NW} warps: every unit once" +
+          (f", tail of {e} row blocks: every slot written" if tail else ""))
+    return True
+
+
+if __name__ == "__main__":
+    for sms in (132, 114):
+        check(f"30B qkvg ({sms} SMs)", 544, 52, sms)
+        check(f"30B o_proj ({sms} SMs)", 416, 32, sms)
+        check(f"30B gate/up ({sms} SMs)", 2496, 52, sms, tails_compiled=False)
+        check(f"30B down ({sms} SMs)", 416, 156, sms)
+        check(f"30B o_proj + tail ({sms} SMs)", 416, 32, sms, tail=True)
+        check(f"30B down + tail ({sms} SMs)", 416, 156, sms, tail=True)
+        check(f"test tail model o_proj ({sms} SMs)", 168, 12, sms, tail=True)
+        check(f"test tail model down ({sms} SMs)", 168, 11, sms, tail=True)
+    for R, ns in ((3, 2), (3, 1), (63, 32), (33, 52), (416, 156), (1875, 52), (5, 100), (2, 3)):
+        for ww in (0, 7):
+            check(f"kernel test {R}x{ns} warps {ww or 'auto'}", R, ns, 132, want_warps=ww)
+            check(f"kernel test {R}x{ns} warps {ww or 'auto'}, no front", R, ns, 132, front=0, want_warps=ww)
+    sys.exit(0)
