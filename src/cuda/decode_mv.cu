@@ -423,7 +423,8 @@ static int dmv_span_warps(int nspan, int want) {
  * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     const gcu_mat *m = c->m;
-    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || c->diag_ring || d->diag_window) return 0;
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
+        return 0;
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;

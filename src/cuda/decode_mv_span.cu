@@ -21,6 +21,9 @@
  * warp with an odd number of spans ends on a single unit). The ring is requested before the PDL
  * wait as in k_dmv_tma.
  *
+ * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
+ * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
+ *
  * The sums are the same products added in another order than k_dmv_tma's (per warp over its
  * spans, then over the warps), so the bits differ from it; test_cuda_kernels (mode 14) and
  * test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are k_dmv_tma's
@@ -164,6 +167,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             if (have) break;
         }
         const unsigned bytes = (unsigned)n * ub;
+        if (d.diag_ring == 4) { /* a timing diagnostic: no bytes, the phase completes on this arrival */
+            gcu_mbar_expect_tx(&bar[slot], 0);
+            return true;
+        }
         gcu_mbar_expect_tx(&bar[slot], bytes);
         gcu_bulk_g2s(ring + slot * cstep, a.w + ((size_t)rb * nspan + sf) * uw, bytes, &bar[slot], pol);
         return true;
