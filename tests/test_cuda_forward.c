@@ -581,8 +581,9 @@ static void tail_split(void) {
  * products of every layer of every decoded token (its launch count: at least 4 n_layers per
  * model, as the graph's capture enqueues a token once). Models: the wide switch model (o_proj
  * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block); one whose 576-wide hidden
- * size ends in half a span; the first with the sums in shared memory (GLIM_CUDA_SPAN_ACC=1);
- * and, with the split tail (GLIM_CUDA_TAIL_SPLIT=10), a 2688-wide one whose o_proj and down
+ * size ends in half a span; the first with the sums in shared memory (GLIM_CUDA_SPAN_ACC=1)
+ * and with its warps as span groups x 4 row groups (GLIM_CUDA_SPAN_ROWS=4); and, with the split
+ * tail (GLIM_CUDA_TAIL_SPLIT=10; with 1 and 2 row groups), a 2688-wide one whose o_proj and down
  * have more row blocks (168) than an H100 or H200 has SMs (132: 36 left over, each cut between
  * at most 5 blocks, within the 8 slots a consumer adds), so that their leftover row blocks are
  * cut over every block (the tail's launch count: o_proj and down of each layer), and whose
@@ -592,8 +593,8 @@ static void span_loop(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_TAIL_SPLIT",
-                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_STAGE_I8"};
-    static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0", "0"};
+                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_STAGE_I8", "GLIM_CUDA_SPAN_ROWS"};
+    static const char *const on[] = {"15", "1", "1", "1", "0", "0", "0", "0", "0", "1"};
     env_saved env;
     env_save(&env, names, (int)(sizeof names / sizeof names[0]));
     glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31), tail = switch_spec(1, 37);
@@ -604,15 +605,18 @@ static void span_loop(void) {
     const struct {
         const char *label;
         const glim_synth_spec *spec;
-        const char *acc, *tail;
-    } cases[4] = {{"span_wide", &wide, "0", "0"},
-                  {"span_half", &half, "0", "0"},
-                  {"span_wide_smem_sums", &wide, "1", "0"},
-                  {"span_tail_split", &tail, "0", "10"}};
-    for (int k = 0; k < 4; k++) {
+        const char *acc, *tail, *rows;
+    } cases[6] = {{"span_wide", &wide, "0", "0", "1"},
+                  {"span_half", &half, "0", "0", "1"},
+                  {"span_wide_smem_sums", &wide, "1", "0", "1"},
+                  {"span_wide_4_row_groups", &wide, "0", "0", "4"},
+                  {"span_tail_split", &tail, "0", "10", "1"},
+                  {"span_tail_split_2_row_groups", &tail, "0", "10", "2"}};
+    for (int k = 0; k < 6; k++) {
         env_set(&env, on);
         setenv("GLIM_CUDA_SPAN_ACC", cases[k].acc, 1);
         setenv("GLIM_CUDA_TAIL_SPLIT", cases[k].tail, 1);
+        setenv("GLIM_CUDA_SPAN_ROWS", cases[k].rows, 1);
         const long before = gcu_dmv_span_count(), tails = gcu_dmv_tail_count();
         random_vs_cpu(cases[k].label, *cases[k].spec);
         const long ran = gcu_dmv_span_count() - before, split = gcu_dmv_tail_count() - tails;

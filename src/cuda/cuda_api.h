@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC override
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS override
  * the defaults; GLIM_CUDA_DIAG_WINDOW and GLIM_CUDA_DIAG_RING are timing diagnostics). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
@@ -157,7 +157,12 @@ typedef struct gcu_options {
                        block waits for the whole row's staging; MLX 4-bit on the integer path,
                        other products as before; other bits than the default's).
                        GLIM_CUDA_SPAN, 0: off (written in session 22 without a GPU) */
-    int span_warps; /* its warps that own spans (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice) */
+    int span_warps; /* its span groups (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice; with one row
+                       group, the warps that own spans) */
+    int span_rows;  /* its warps as span groups x this many row groups, 1, 2, 4 or 8 (each warp its
+                       group's spans of every span_rows-th row block of the block: even work where
+                       the spans do not divide among 16 warps, each span staged span_rows times;
+                       GLIM_CUDA_SPAN_ROWS, 1) */
     int span_acc;   /* 1: its row blocks' sums in shared memory, the loop over them not unrolled
                        (GLIM_CUDA_SPAN_ACC, 0: in registers, the loop unrolled: ~5k instructions
                        for gate/up's 19 row blocks per block) */
@@ -304,6 +309,7 @@ typedef struct gcu_test_dmv {
                                     cannot take the call) */
     int span_warps;              /* gcu_dmv_call.span_warps */
     int span_acc;                /* gcu_dmv_call.span_acc */
+    int span_rows;               /* gcu_dmv_call.span_rows */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

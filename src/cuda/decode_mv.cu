@@ -406,45 +406,51 @@ static const void *dmv_lean_kernel(const gcu_dmv_call *c, const DmvArgs *d) {
     return dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead);
 }
 
-/* GLIM_CUDA_SPAN: the warps of k_dmv_span that own spans. Balance first: the fewest warps (from
- * 12) whose largest share of spans is the least that DMV_WARPS warps give (52 spans: 13 warps
- * of 4, where 16 would leave 12 of them idle a quarter of the time; 156: 16 of 9 or 10). */
-static int dmv_span_warps(int nspan, int want) {
-    if (want > 0) return want < nspan ? (want < DMV_WARPS ? want : DMV_WARPS) : nspan;
-    if (nspan <= DMV_WARPS) return nspan;
-    const int most = (nspan + DMV_WARPS - 1) / DMV_WARPS;
-    for (int w = 12; w < DMV_WARPS; w++)
+/* GLIM_CUDA_SPAN: the span groups of k_dmv_span among at most W warps (W = DMV_WARPS / its row
+ * groups). Balance first: the fewest groups (from 3/4 of W) whose largest share of spans is the
+ * least that W groups give (52 spans on 16 warps: 13 of 4, where 16 would leave 12 of them idle
+ * a quarter of the time; 156: 16 of 9 or 10). */
+static int dmv_span_groups(int nspan, int want, int W) {
+    if (want > 0) return want < nspan ? (want < W ? want : W) : nspan;
+    if (nspan <= W) return nspan;
+    const int most = (nspan + W - 1) / W;
+    for (int w = W - W / 4; w < W; w++)
         if ((nspan + w - 1) / w == most) return w;
-    return DMV_WARPS;
+    return W;
 }
 
 /* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
  * plan succeeded (decode_mv_span.cu): one block per SM or per row block, each owning whole
- * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. */
+ * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. Shared memory:
+ * k_dmv_tma's staging area (NORM/RESID's row), the warps' rings, their sums (a float2 per lane
+ * and row: the split tail's 2 piece rows, then with span_acc the row blocks'), their staging
+ * scratch. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     const gcu_mat *m = c->m;
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
         return 0;
+    const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     if (nb > m->nrb) nb = m->nrb;
-    const int rb_max = nb > 0 ? (m->nrb + nb - 1) / nb : 0, nw = dmv_span_warps(m->f.nspan, c->span_warps);
-    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, rb_max, c->span_acc) : NULL;
+    const int rb_max = nb > 0 ? (m->nrb + nb - 1) / nb : 0, per_warp = (rb_max + H - 1) / H;
+    const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
+    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
     /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
-    if (c->tail_part && !c->span_acc && rb_max > SPAN_RB_SMALL) return 0;
-    /* the sums in shared memory: a float2 per lane and row, the split tail's 2 piece rows, then
-     * with span_acc the row blocks' */
-    const int srows = 2 + (c->span_acc ? rb_max : 0);
-    const size_t acc = (size_t)nw * srows * 32 * 8;
-    const int S = k ? dmv_span_slots(m, base, acc, nw, c->tma_slots) : 0;
+    if (c->tail_part && !c->span_acc && per_warp > SPAN_RB_SMALL) return 0;
+    const int srows = 2 + (c->span_acc ? per_warp : 0);
+    const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
+    const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block and piece row */
-    if (!S || (size_t)(rb_max + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
+    if (!S || (size_t)(per_warp + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
     *fn = k;
     *blocks = nb;
-    *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc;
-    d->span_acc_off = (int)(*smem - acc);
+    *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
+    d->span_acc_off = (int)(*smem - acc - scr);
+    d->span_scr_off = (int)(*smem - scr);
     d->span_rb = srows;
+    d->span_rows = H;
     d->bblocks = nb;
     d->front = c->front_rows;
     d->span_warps = nw;
@@ -730,6 +736,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span = p->span;
     c->span_warps = p->span_warps;
     c->span_acc = p->span_acc;
+    c->span_rows = p->span_rows;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

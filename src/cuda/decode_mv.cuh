@@ -78,12 +78,14 @@ struct DmvArgs {
     float *tail_part;
     int tail_P;
     gcu_tail tin;
-    /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (the others only norm and merge);
-     * 0 on the other kernels. Its sums in shared memory (the split tail's two piece rows, then
+    /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (span groups x row groups; the others
+     * only norm and merge); 0 on the other kernels. Its sums in shared memory (the split tail's two piece rows, then
      * with GLIM_CUDA_SPAN_ACC the row blocks'): their byte offset in dynamic shared memory, and
      * their rows per warp (span_rb float2 x 32 lanes each) */
     int span_warps;
     int span_acc_off, span_rb;
+    int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
+    int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart
@@ -340,6 +342,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
  * `keep` bytes after the rings (at most max_slots when > 0; 0 if under 2). */
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
+#define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
 

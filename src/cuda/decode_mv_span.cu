@@ -7,14 +7,19 @@
  * block through all of its spans, so every warp needs the whole input staged as digits before
  * its first unit, and the block stages it together behind a barrier: that staging (and a RAW
  * input's load from global memory) sits on every product's critical path, ~1.5-4 us of the
- * ~13 us of prologues per layer (bench/RESULTS.md v23). Here warp w owns whole spans (the
- * input's columns [128 s, 128 s + 128) for s in [sA, sB)) of every row block of the block, and
- * stages them itself, two spans at a time, just before it needs them: no block barrier after
- * the norms, the first unit waits for two spans' staging only, and a warp's staging overlaps the
- * other warps' units. The digits of a pair of spans are loaded into registers once and used for
- * every row block of the block. Each warp keeps one pair of sums per row block (RB of them in
- * registers, hence the template), adds them across its lanes at its end, and the block adds the
- * warps' sums in warp order (span order: deterministic) through shared memory.
+ * ~13 us of prologues per layer (bench/RESULTS.md v23). Here a warp owns whole spans (the
+ * input's columns [128 s, 128 s + 128) for s in [sA, sB)) of its row blocks of the block, and
+ * stages them itself, two spans at a time, just before it needs them, into its own scratch: no
+ * block barrier after the norms, the first unit waits for two spans' staging only, and a warp's
+ * staging overlaps the other warps' units. The digits of a pair of spans are loaded into
+ * registers once and used for all the warp's row blocks. The warps are G span groups x H row
+ * groups (GLIM_CUDA_SPAN_ROWS = H, default 1): warp sg H + h owns span group sg's spans of the
+ * block's row blocks h, h + H, ...; H > 1 evens out the warps' work where the spans do not
+ * divide among 16 warps (52 spans: 13 warps of 4 with H = 1, 16 of 13 spans x 4-5 row blocks
+ * with H = 4), each span then staged by H warps. Each warp keeps one pair of sums per row block
+ * (RB of them in registers, hence the template, or in shared memory), adds them across its lanes
+ * at its end, and the block adds the span groups' sums in order (deterministic) through shared
+ * memory.
  *
  * A warp's stream: per pair of spans, per row block, one chunk of the two units (rb, s) and
  * (rb, s + 1), contiguous in the matrix, one bulk copy into the next slot of its ring (a
@@ -25,21 +30,27 @@
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
  *
  * The sums are the same products added in another order than k_dmv_tma's (per warp over its
- * spans, then over the warps), so the bits differ from it; test_cuda_kernels (mode 14) and
- * test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are k_dmv_tma's
- * (tma_rows), so the residual written by block 0 and the digits are the same bits. */
+ * spans, then over the span groups), so the bits differ from it; test_cuda_kernels (modes 14,
+ * 15) and test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are
+ * k_dmv_tma's (tma_rows), so the residual written by block 0 and the digits are the same bits. */
 #include "cuda/decode_mv_tma.cuh"
 
 #define SPAN_CHUNK 2 /* units per slot: one row block at a pair of spans */
+#define SPAN_SCRATCH_U4 (SPAN_SCRATCH_BYTES / 16) /* a warp's staging scratch: two spans' digits
+                                                 * (2 x 24), (E, sum) of up to 8 groups (4) */
+static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
 
-/* A block's share and a warp's spans. Whole row blocks [r0, r0 + nrb): the shares of
- * tma_warp_units with the block as owner. With a split tail (GLIM_CUDA_TAIL_SPLIT, TmaTail: the
- * q = R / no whole row blocks of each of the no blocks, then the leftover region's units cut
- * over the blocks in row-block order) the block's piece of that region, which touches at most
- * two row blocks (the region has fewer row blocks than there are blocks): piece row k is row
- * block px[k] at spans [pa[k], pb[k]) (empty when pa >= pb). */
+/* A block's share and a warp's part of it. Whole row blocks [r0, r0 + nrb): the shares of
+ * tma_warp_units with the block as owner; the warp's are r0 + h + i H for i < nw. With a split
+ * tail (GLIM_CUDA_TAIL_SPLIT, TmaTail: the q = R / no whole row blocks of each of the no blocks,
+ * then the leftover region's units cut over the blocks in row-block order) the block's piece of
+ * that region, which touches at most two row blocks (the region has fewer row blocks than there
+ * are blocks): piece row k is row block px[k] at spans [pa[k], pb[k]) (empty when pa >= pb),
+ * computed by row group k % H. A warp's sums: whole row block i at its row i, piece row k at
+ * row pbase + k (pbase = ceil(nrb / H), the same for every warp). */
 struct SpanWork {
     int r0, nrb;
+    int h, H, nw, pbase;
     int px[2], pa[2], pb[2];
     int sA, sB;     /* the warp's spans */
     TmaTail tail;   /* tail.part NULL: no split tail */
@@ -49,12 +60,14 @@ __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool t
     const MvArgs &a = d.mv;
     const int no = d.bblocks, o = (int)blockIdx.x, ns = a.nspan, R = (int)(a.nunits / ns), q = R / no, e = R % no;
     SpanWork w;
-    w.r0 = w.nrb = 0;
+    w.r0 = w.nrb = w.nw = w.pbase = 0;
     w.px[0] = w.px[1] = w.pa[0] = w.pa[1] = w.pb[0] = w.pb[1] = 0;
     w.tail = TmaTail{0, 0, 0, 0, 0, 0x7fffffff, 0, 1, 0, NULL};
-    const int NW = d.span_warps;
-    w.sA = warp < NW ? ns * warp / NW : 0;
-    w.sB = warp < NW ? ns * (warp + 1) / NW : 0;
+    const int NW = d.span_warps, H = d.span_rows, G = NW / H, sg = warp / H;
+    w.H = H;
+    w.h = warp % H;
+    w.sA = warp < NW ? ns * sg / G : 0;
+    w.sB = warp < NW ? ns * (sg + 1) / G : 0;
     if (o >= no) return w;
     if (tails && d.tail_part) {
         const int U = e * ns, lo0 = (int)mv_muldiv(U, o, no), lo1 = (int)mv_muldiv(U, o + 1, no);
@@ -67,31 +80,34 @@ __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool t
         w.pb[0] = min(ns, lo1 - x0 * ns);
         w.px[1] = w.px[0] + 1;
         w.pb[1] = lo1 - (x0 + 1) * ns; /* > 0: the piece runs into the next row block */
-        return w;
+    } else {
+        w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
+        w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
     }
-    w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
-    w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
+    w.nw = w.h < w.nrb ? (w.nrb - w.h + H - 1) / H : 0;
+    w.pbase = (w.nrb + H - 1) / H;
     return w;
 }
 
-/* Chunk `item` of the warp's pair p of spans: items 0..nrb-1 the whole row blocks at both spans
- * (one unit at a single last span), items nrb and nrb + 1 the piece rows at those of the pair's
- * spans they hold. False: that item has no unit. *rb: its row block, *sf: its first span,
- * *n: its units (1 or 2, contiguous). The loop and the ring's requests walk the same items. */
+/* Chunk `item` of the warp's pair p of spans: items 0..nw-1 its whole row blocks at both spans
+ * (one unit at a single last span), items nw and nw + 1 the piece rows (where its row group
+ * computes them) at those of the pair's spans they hold. False: that item has no unit. *rb: its
+ * row block, *sf: its first span, *n: its units (1 or 2, contiguous). The loop and the ring's
+ * requests walk the same items. */
 __device__ __forceinline__ bool span_chunk(const SpanWork &w, int p, int item, int *rb, int *sf, int *n) {
     const int s = w.sA + 2 * p, s2 = min(s + 2, w.sB);
-    if (item < w.nrb) {
-        *rb = w.r0 + item;
+    if (item < w.nw) {
+        *rb = w.r0 + w.h + item * w.H;
         *sf = s;
         *n = s2 - s;
         return true;
     }
-    const bool k = item > w.nrb; /* (selects: an array indexed at run time would live in local memory) */
+    const bool k = item > w.nw; /* (selects: an array indexed at run time would live in local memory) */
     const int lo = max(s, k ? w.pa[1] : w.pa[0]), hi = min(s2, k ? w.pb[1] : w.pb[0]);
     *rb = k ? w.px[1] : w.px[0];
     *sf = lo;
     *n = hi - lo;
-    return lo < hi;
+    return lo < hi && (k ? 1 % w.H : 0) == w.h;
 }
 
 /* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
@@ -111,22 +127,23 @@ __device__ __forceinline__ void span_pair_values(const DmvArgs &d, const float *
     }
 }
 
-/* The lane's digits of span s in registers (zeros for the lanes that carry none). */
-__device__ __forceinline__ void span_digits(const DmvSmem &m, int s, bool dvalid, int g, int t, uint4 *b01,
+/* The lane's digits of the scratch's span j (0, 1) in registers (zeros for the lanes that carry
+ * none). */
+__device__ __forceinline__ void span_digits(const uint4 *scr, int j, bool dvalid, int g, int t, uint4 *b01,
                                             uint4 *b23) {
-    const uint4 *dp = dmv_i8_lane_digits(m.sx, g, t) + s * DMV_I8_SPAN_U4, z = make_uint4(0, 0, 0, 0);
+    const uint4 *dp = dmv_i8_lane_digits(scr, g, t) + j * DMV_I8_SPAN_U4, z = make_uint4(0, 0, 0, 0);
     *b01 = dvalid ? dp[0] : z;
     *b23 = dvalid ? dp[DMV_I8_HALF_U4] : z;
 }
 
-/* A warp's two sums of row block r (lane t = 1's d2 sums into t = 0) as 8 float2 at mine[8 r]. */
+/* A warp's two sums of its row r (lane t = 1's d2 sums into t = 0) as 8 float2 at mine[8 r]. */
 __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah, int lane) {
     const float vg = ag + __shfl_down_sync(0xffffffffu, ag, 1), vh = ah + __shfl_down_sync(0xffffffffu, ah, 1);
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
-/* RB: the row blocks' sums in registers (RB > 0, at most RB row blocks per block) or in shared
- * memory (RB == 0, at most d.span_rb). */
+/* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
+ * rows 2.. of its d.span_rb). */
 template <int PPS, bool SBF32, int RB>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -141,11 +158,12 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
      * 20 registers' kernel (gate/up, qkvg) its state spilled ~200 bytes */
     constexpr bool TAILS = RB != SPAN_RB_MAX;
     const SpanWork w = span_work(d, warp, TAILS); /* warps past NW own no spans: they only norm and merge */
-    const int nrb = w.nrb; /* <= RB (the host's choice) */
-    const int npair = (w.sB - w.sA + 1) / 2, nitem = nrb + (TAILS ? 2 : 0);
+    const int nwr = w.nw; /* the warp's whole row blocks: <= RB (the host's choice) */
+    const int npair = (w.sB - w.sA + 1) / 2, nitem = nwr + (TAILS ? 2 : 0);
     const unsigned ub = (unsigned)uw * 16u;
     const size_t cstep = (size_t)SPAN_CHUNK * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
+    uint4 *scr = (uint4 *)((char *)dmv_smem + d.span_scr_off) + (size_t)warp * SPAN_SCRATCH_U4;
     uint64_t *bar = bars[warp];
     const uint64_t pol = mv_policy();
     if (threadIdx.x == 0) dmv_stamp(d, 0);
@@ -221,11 +239,11 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
     float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_rb * 32 + lane;
     if (warp < NW)
-        for (int r = 0; r < (RB == 0 ? nrb + 2 : 2); r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
+        for (int r = 0; r < (RB == 0 ? nwr + 2 : 2); r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
     uint4 b01[2], b23[2];
-    const float2 *ep0 = NULL, *ep1 = NULL;
+    const float2 *ep0 = (const float2 *)(scr + 2 * DMV_I8_SPAN_U4), *ep1 = ep0 + PPS;
     /* one chunk into a2: n units (1 or 2), the first at the pair's span `hi` (0 or 1) */
     auto chunk = [&](float *a2, bool hi, int n) {
         gcu_mbar_wait(&bar[slot], phase);
@@ -241,7 +259,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         else dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, a2);
         if (!BOTH && n == 2) tma_unit_load(u1, up + uw, lane);
         if (n == 2) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, a2);
-        /* the chunk's bytes are in every lane's registers and used: refill its slot */
+        /* the chunk's bytes (and the scratch's group sums) are read by every lane: refill its
+         * slot (and, after the pair's last chunk, the scratch may be staged again) */
         __syncwarp();
         if (lane == 0) {
             gcu_fence_proxy_async();
@@ -263,57 +282,62 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     if (npair > 0) span_pair_values(d, row, w.sA, w.sB, lane, v);
     for (int p = 0; p < npair; p++) {
         const int s = w.sA + 2 * p, two = s + 1 < w.sB ? 2 : 1;
-        /* stage the pair: item s * 16 + lane, the digits of both spans into their places */
-        dmv_i8_item(v, s * 16 + lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)m.sx, (float2 *)m.isum);
+        /* stage the pair into the warp's scratch: item `lane` of the pair (span lane / 16), its
+         * digits and its group's (E, sum) at the pair's relative places */
+        dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
         if (p + 1 < npair) span_pair_values(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
-        span_digits(m, s, dvalid, g, t, &b01[0], &b23[0]);
-        span_digits(m, two == 2 ? s + 1 : s, dvalid && two == 2, g, t, &b01[1], &b23[1]);
-        ep0 = (const float2 *)m.isum + s * PPS;
-        ep1 = ep0 + PPS;
+        span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
+        span_digits(scr, 1, dvalid && two == 2, g, t, &b01[1], &b23[1]);
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
-                if (r >= nrb) break; /* warp-uniform */
+                if (r >= nwr) break; /* warp-uniform */
                 chunk(acc[r], false, two);
             }
         } else {
-            for (int r = 0; r < nrb; r++) chunk_smem(2 + r, false, two);
+            for (int r = 0; r < nwr; r++) chunk_smem(2 + r, false, two);
         }
         for (int k = 0; TAILS && k < 2; k++) { /* the split tail's piece rows, where the pair meets them */
             int rb, sf, n;
-            if (span_chunk(w, p, nrb + k, &rb, &sf, &n)) chunk_smem(k, sf != s, n);
+            if (span_chunk(w, p, nwr + k, &rb, &sf, &n)) chunk_smem(k, sf != s, n);
         }
+        __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
     /* the warp's sums per row block, then the piece rows', into its own ring, whose copies have
-     * all landed and been read (every warp that owns spans writes every row: zeros where its
-     * spans met none of a piece row) */
+     * all landed and been read (every warp of a piece row's row group writes it: zeros where
+     * its spans met none of it) */
     float2 *mine = (float2 *)ring;
     if (warp < NW) {
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
-                if (r >= nrb) break;
+                if (r >= nwr) break;
                 span_put(mine, r, acc[r][0], acc[r][1], lane);
             }
         } else {
-            for (int r = 0; r < nrb; r++) span_put(mine, r, sacc[(2 + r) * 32].x, sacc[(2 + r) * 32].y, lane);
+            for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[(2 + r) * 32].x, sacc[(2 + r) * 32].y, lane);
         }
-        for (int k = 0; TAILS && k < 2; k++) span_put(mine, nrb + k, sacc[k * 32].x, sacc[k * 32].y, lane);
+        for (int k = 0; TAILS && k < 2; k++) span_put(mine, w.pbase + k, sacc[k * 32].x, sacc[k * 32].y, lane);
     }
     __syncthreads();
-    /* the block's merge: row r (a whole row block, then the piece rows) by warp r % 16, the
-     * warps' sums in warp order (span order), then GLIM_CUDA_LATE_NORM's scale, then the
-     * epilogue (a piece row: its sums into the block's slot of the split tail) */
+    /* the block's merge: row r (a whole row block, then the piece rows) by warp r % 16, the span
+     * groups' sums in order, then GLIM_CUDA_LATE_NORM's scale, then the epilogue (a piece row:
+     * its sums into the block's slot of the split tail) */
     float osc = 1.0f;
     if (d.late_norm) osc = dmv_norm_inv(dmv_block_gather(scratch, 1), d.K, d.eps_out);
     const uint4 *ring0 = (const uint4 *)((const char *)dmv_smem + d.tring_off);
-    for (int r = warp; r < nitem; r += DMV_WARPS) {
-        const bool k = r > nrb; /* of a piece row (selects, not an index: see span_chunk) */
-        if (r >= nrb && (k ? w.pa[1] >= w.pb[1] : w.pa[0] >= w.pb[0])) continue; /* an empty piece row */
+    /* (the block's share made again: kept live from the top, its registers spilled in the
+     * 20-register kernel) */
+    const SpanWork wm = span_work(d, warp, TAILS);
+    const int H = d.span_rows, G = NW / H;
+    for (int r = warp; r < wm.nrb + (TAILS ? 2 : 0); r += DMV_WARPS) {
+        const bool piece = r >= wm.nrb, k = r > wm.nrb; /* k: piece row 1 (selects, see span_chunk) */
+        if (piece && (k ? wm.pa[1] >= wm.pb[1] : wm.pa[0] >= wm.pb[0])) continue; /* an empty piece row */
+        const int hg = piece ? (k ? 1 % H : 0) : r % H, i = piece ? wm.pbase + (k ? 1 : 0) : r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
-        for (int q = 0; q < NW; q++) {
-            const float2 x = ((const float2 *)(ring0 + (size_t)q * S * cstep))[r * 8 + g];
+        for (int sg = 0; sg < G; sg++) {
+            const float2 x = ((const float2 *)(ring0 + (size_t)(sg * H + hg) * S * cstep))[i * 8 + g];
             vg[0] += x.x;
             vh[0] += x.y;
         }
@@ -321,8 +345,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             vg[0] *= osc;
             vh[0] *= osc;
         }
-        if (r < nrb) mv_epilogue<1>(a, w.r0 + r, lane, vg, vh);
-        else tma_tail_put(a, w.tail, k ? w.px[1] : w.px[0], lane, vg[0], vh[0]);
+        if (!piece) mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
+        else tma_tail_put(a, wm.tail, k ? wm.px[1] : wm.px[0], lane, vg[0], vh[0]);
     }
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);

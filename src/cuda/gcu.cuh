@@ -230,11 +230,12 @@ typedef struct gcu_dmv_call {
     /* GLIM_CUDA_SPAN: the span-major kernel (decode_mv_span.cu) where it can take the call (the
      * integer path on the shared-memory ring, at most SPAN_RB_MAX row blocks per block, no
      * digits from the producer, split tail, fused staging or ring diagnostic); else ignored.
-     * span_warps: the warps that own spans (0: the kernel's choice, DMV_WARPS at most);
+     * span_warps: its span groups (0: the kernel's choice, DMV_WARPS / span_rows at most);
      * span_acc: its row blocks' sums in shared memory, the loop over them not unrolled (any
      * number of row blocks per block, as shared memory allows; else in registers, at most
-     * SPAN_RB_MAX) */
-    int span, span_warps, span_acc;
+     * SPAN_RB_MAX); span_rows: its warps as span groups x this many row groups (1, 2, 4, 8;
+     * else 1), each warp owning its span group's spans of every span_rows-th row block */
+    int span, span_warps, span_acc, span_rows;
 } gcu_dmv_call;
 /* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
  * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
