@@ -24,6 +24,12 @@ for t in "kernels decode_matvec_span" "forward span_loop"; do
     grep -E 'check failed|FAIL|info: span' $OUT/span_$1.log | head -16
 done
 S=GLIM_CUDA_SPAN R=GLIM_CUDA_DIAG_RING T=GLIM_CUDA_TAIL_SPLIT C=GLIM_CUDA_SPAN_ACC
-sh bench/ab_decode.sh new new,$S=15 new,$S=15,$C=1 new,$S=15,$T=10 new,$R=5 new new,$S=15 new,$S=15,$C=1 \
-    new,$S=15,$T=10 new,$R=4 new,$S=15,$R=4 new,$S=15,$C=1,$R=4
+# (ITEMS=short: the first nine, ~5 minutes, when the device time left is short)
+if [ "${ITEMS:-}" = short ]; then
+    set -- new new,$S=15 new,$S=15,$C=1 new,$S=15,$T=10 new,$R=5 new new,$S=15 new,$R=4 new,$S=15,$R=4
+else
+    set -- new new,$S=15 new,$S=15,$C=1 new,$S=15,$T=10 new,$R=5 new new,$S=15 new,$S=15,$C=1 \
+        new,$S=15,$T=10 new,$R=4 new,$S=15,$R=4 new,$S=15,$C=1,$R=4
+fi
+sh bench/ab_decode.sh "$@"
 grep -E "^decode with|^\| (qkvg|attention|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=7) printf "   %s step %s loop(w/p/l) %s\n", $2, $3, $10}'
