@@ -24,8 +24,10 @@ for t in "kernels decode_matvec_span" "forward span_loop"; do
     grep -E 'check failed|FAIL|info: span' $OUT/span_$1.log | head -16
 done
 S=GLIM_CUDA_SPAN R=GLIM_CUDA_DIAG_RING T=GLIM_CUDA_TAIL_SPLIT C=GLIM_CUDA_SPAN_ACC
-# (ITEMS=short: the first nine, ~5 minutes, when the device time left is short)
-if [ "${ITEMS:-}" = short ]; then
+# (ITEMS=short: the first nine, ~5 minutes, when the device time left is short; ITEMS=min: five)
+if [ "${ITEMS:-}" = min ]; then # (~3 minutes: is it right, and does it gain at all)
+    set -- new new,$S=15 new,$R=5 new new,$S=15
+elif [ "${ITEMS:-}" = short ]; then
     set -- new new,$S=15 new,$S=15,$C=1 new,$S=15,$T=10 new,$R=5 new new,$S=15 new,$R=4 new,$S=15,$R=4
 else
     set -- new new,$S=15 new,$S=15,$C=1 new,$S=15,$T=10 new,$R=5 new new,$S=15 new,$S=15,$C=1 \
