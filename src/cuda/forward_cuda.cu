@@ -697,7 +697,7 @@ static void layer_tail_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
     const int Hd = g->hidden;
     c[0] = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                     GCU_EPI_STORE, s->oout, Hd);
-    c[1] = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, l == 0 ? s->h : s->h2, s->h,
+    c[1] = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, s->h2, s->h,
                     y->w_post_attn, y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
     c[2] = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                     GCU_EPI_STORE, s->dout, Hd);
@@ -740,7 +740,7 @@ static int chain_fits(gcu_session *s) {
 static int flags_fit(gcu_session *s) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
-    gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, g->layer[0].w_in,
+    gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, s->h2, NULL, NULL, NULL, g->layer[0].w_in,
                                GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g));
     if (!gcu_dmv_flags_ok(&q0)) return 0;
     for (int l = 0; l < g->L; l++) {
@@ -800,8 +800,18 @@ static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gc
     p->tail_P = t->P;
 }
 
+/* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
+ * writes h like every later layer's, never one buffer in place. In place, its RESID prologue's
+ * writer (block 0) could overwrite h before a block launched later had read it: blocks start as
+ * the previous kernel's leave the SMs, and session 22's span kernel, whose o_proj on a small
+ * model held fewer SMs and let go of them later, made that race lose (decode logits off by 3-5
+ * in test_cuda_forward's span_loop on models with fewer row blocks than SMs). With hooks h: they
+ * read and write the residual there between kernels, and gate/up writes h2. */
+static float *decode_embed_row(gcu_session *s) { return s->hooks ? s->h : s->h2; }
+
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
- * previous layer's FFN residual add), gate/up reads h2 (h at layer 0) and writes h.
+ * previous layer's FFN residual add), gate/up reads h2 (at layer 0 the embedding, there too) and
+ * writes h.
  * With hooks the FFN residual add is a kernel of its own at the end of the layer (h2 -> h, the
  * same code as the prologue), the hooks see h, and the next qkvg only norms it: gate/up then
  * reads h and writes h2. */
@@ -815,8 +825,8 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     const int flags = s->flags_now;
     glim_status st;
     gcu_dmv_call q = l == 0 || hooked
-                         ? dmv_make(s, &y->qkvg, GCU_PRO_NORM, Hd, s->h, NULL, NULL, NULL, y->w_in, GCU_EPI_STORE,
-                                    s->qkvg, qr)
+                         ? dmv_make(s, &y->qkvg, GCU_PRO_NORM, Hd, decode_embed_row(s), NULL, NULL, NULL, y->w_in,
+                                    GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
     if (l > 0 && !hooked) q.tin = s->tail_down; /* the previous down's split tail, if any */
@@ -831,7 +841,7 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     tail_link(s, &o, GCU_TLK_O, s->tail_o, &o_tail);
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
-    float *h_in = l == 0 || hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h;
+    float *h_in = hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h; /* never in place: decode_embed_row */
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
     gu.tin = o_tail;
@@ -871,13 +881,13 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
  * the last FFN residual add (unless hooks did it) and the final norm. */
 static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     const gcu_model *g = s->m;
-    glim_status st = stage(s, GCU_ST_EMBED, 1, g->hidden, s->h, NULL, NULL, g->rms_eps,
+    glim_status st = stage(s, GCU_ST_EMBED, 1, g->hidden, decode_embed_row(s), NULL, NULL, g->rms_eps,
                            GCU_NORM_NONE, NULL, 0, NULL, NULL, NULL, err);
     if (s->chain && !s->hooks && !s->allreduce && st == GLIM_OK) {
         /* qkvg of layer 0, then per layer: attention, and the chain that ends with the next
          * layer's qkvg (the head after the last layer) */
         const gcu_layer *y0 = &g->layer[0];
-        st = dmv(s, &y0->qkvg, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, y0->w_in,
+        st = dmv(s, &y0->qkvg, GCU_PRO_NORM, g->hidden, decode_embed_row(s), NULL, NULL, NULL, y0->w_in,
                  GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g), err);
         for (int l = 0; st == GLIM_OK && l < g->L; l++) {
             st = attention(s, l, 1, 0, err);
