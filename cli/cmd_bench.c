@@ -363,19 +363,19 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
     v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
     v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
-    v[nv].name = "o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
-    v[nv].name = "the matvec loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv++].o.unit_ahead = 1;
-    v[nv].name = "the lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv++].o.unit_ahead = 2;
+    v[nv].name = "k_dmv_tma with o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_SPAN=0 GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.tail_split = 10;
+    v[nv].name = "k_dmv_tma's loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 1;
+    v[nv].name = "k_dmv_tma's lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 2;
     v[nv].name = "decode attention rehearses its q preparation and first tile before the PDL wait, writing only shared memory (GLIM_CUDA_ATT_WARM=1)", v[nv].o = base, v[nv++].o.att_warm = 1;
-    v[nv].name = "qkvg, o_proj, gate/up and down span-major: each warp owns whole spans of its block's row blocks and stages them itself as it reaches them, no block-wide staging before the loop (GLIM_CUDA_SPAN=15)", v[nv].o = base, v[nv++].o.span = 15;
-    v[nv].name = "the same with the row blocks' sums in shared memory, the loop over them not unrolled (GLIM_CUDA_SPAN=15 GLIM_CUDA_SPAN_ACC=1)", v[nv].o = base, v[nv].o.span = 15, v[nv++].o.span_acc = 1;
-    v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_SPAN=15 GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv].o.span = 15, v[nv++].o.tail_split = 10;
-    v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN=15 GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv].o.span = 15, v[nv++].o.span_rows = 4;
+    v[nv].name = "the decode matvecs on k_dmv_tma, not span-major (GLIM_CUDA_SPAN=0: the default before session 22)", v[nv].o = base, v[nv++].o.span = 0;
+    v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
+    v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
+    v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes at all (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
-    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs skip their prologues (no rows read, normed or staged; GLIM_CUDA_DIAG_RING=5): the token as if the prologues cost nothing", v[nv].o = base, v[nv++].o.diag_ring = 5;
+    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs run on k_dmv_tma and skip its prologues (no rows read, normed or staged; GLIM_CUDA_DIAG_RING=5): the token as if the prologues cost nothing", v[nv].o = base, v[nv++].o.diag_ring = 5;
     v[nv].name = "TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice, the second pass with its code, constants and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE=1): the token's time less this row's is what that warm pass costs", v[nv].o = base, v[nv++].o.diag_att_twice = 1;
     for (int i = 0; i < nv; i++) {
         gcu_session *s = NULL;

@@ -435,15 +435,16 @@ static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv
  * the separate kernels' bit for bit when those own their row blocks per block too
  * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
  * its sums) and keep their whole row blocks (GLIM_CUDA_TAIL_SPLIT=0, which gpu_check.sh may set:
- * the chain has no split tail); and the chain must really have run (its launch count). The chain needs the
+ * the chain has no split tail) on k_dmv_tma (GLIM_CUDA_SPAN=0: the default span kernel sums in
+ * another order); and the chain must really have run (its launch count). The chain needs the
  * integer path on the shared-memory ring with whole row blocks, so the test sets those too. */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
                                         "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_TAIL_SPLIT"};
-    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1", "0"};
-    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1", "0"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_chain_count, spec.n_layers);
+                                        "GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_SPAN"};
+    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1", "0", "0"};
+    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1", "0", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 9, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
 /* The flag release (GLIM_CUDA_FLAG_WAIT=1: qkvg -> attention -> o_proj -> gate/up -> down ->
@@ -466,15 +467,15 @@ static void flag_bits_of(const char *name, glim_synth_spec spec) {
  * without that) change only when a unit's bytes reach the registers, never the arithmetic or its
  * order: every decoded token's logits equal the default kernel's bit for bit, and the lean
  * kernel really ran (its launch count: every matvec of a layer, so at least n_layers). They
- * serve the integer path on the shared-memory ring with block rows and no split tail, which the
- * test pins. */
+ * serve the integer path on k_dmv_tma with block rows and no split tail, which the test pins
+ * (GLIM_CUDA_SPAN=0: the span kernel would take the calls). */
 static void lean_bits_of(const char *name, glim_synth_spec spec, const char *value) {
     static const char *const names[] = {"GLIM_CUDA_UNIT_AHEAD", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
                                         "GLIM_CUDA_DYN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_TAIL_SPLIT",
-                                        "GLIM_CUDA_CHAIN"};
-    static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0"};
-    const char *on[] = {value, "1", "1", "1", "0", "31", "0", "0"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_SPAN"};
+    static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0", "0"};
+    const char *on[] = {value, "1", "1", "1", "0", "31", "0", "0", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 9, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
 /* Decode attention's extra passes must leave every output as it was: GLIM_CUDA_DIAG_ATT_TWICE=1
@@ -553,12 +554,14 @@ static void ahead_bits(void) {
  * checked against the CPU oracle at the fp32-KV tolerance (random_vs_cpu), on a model whose two
  * products both have row blocks left over: hidden 576 (36 row blocks), o_proj 768 wide (6
  * spans) on 14 blocks, down 1408 wide in clusters of 2 (13 owners); and the path must have run
- * for both in every layer of a captured token (its launch count). */
+ * for both in every layer of a captured token (its launch count). On k_dmv_tma
+ * (GLIM_CUDA_SPAN=0: the span kernel's blocks own this model's row blocks whole; its split tail
+ * is span_loop's). */
 static void tail_split(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN"};
-    static const char *const on[] = {"10", "1", "1", "1", "0", "31", "0"};
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_SPAN"};
+    static const char *const on[] = {"10", "1", "1", "1", "0", "31", "0", "0"};
     env_saved env;
     env_save(&env, names, (int)(sizeof names / sizeof names[0]));
     env_set(&env, on);

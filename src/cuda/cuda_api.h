@@ -146,26 +146,29 @@ typedef struct gcu_options {
     int fence_sc;  /* the cross-block merges (the decode matvecs' row blocks, attention's
                       splits) fence with the sequentially consistent __threadfence
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
-    int unit_ahead; /* 1: the decode matvecs' loop loads each unit's registers while the one before
-                       it computes, in a lean kernel (MLX 4-bit on the integer path, block-owned
-                       row blocks, no split tail; the same bits); 2: the same lean kernel without
+    int unit_ahead; /* 1: k_dmv_tma's loop loads each unit's registers while the one before it
+                       computes, in a lean kernel (MLX 4-bit on the integer path, block-owned row
+                       blocks, no split tail; the same bits; only where the span kernel does not
+                       take the call, e.g. with GLIM_CUDA_SPAN=0); 2: the same lean kernel without
                        the loads ahead (the control: what the freed registers alone do).
                        GLIM_CUDA_UNIT_AHEAD, 0: off (written in session 20 without a GPU) */
     int span;       /* the products (mask: qkvg 1, o_proj 2, gate/up 4, down 8) whose decode
                        matvec runs span-major (decode_mv_span.cu: each warp owns whole spans of
                        the block's row blocks and stages them itself as it reaches them, so no
                        block waits for the whole row's staging; MLX 4-bit on the integer path,
-                       other products as before; other bits than the default's).
-                       GLIM_CUDA_SPAN, 0: off (written in session 22 without a GPU) */
+                       other products on k_dmv_tma; other bits than k_dmv_tma's).
+                       GLIM_CUDA_SPAN, default 15 (session 22: +11 % at ctx 0 on an H100 with
+                       span_acc; 0: k_dmv_tma for all) */
     int span_warps; /* its span groups (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice; with one row
                        group, the warps that own spans) */
     int span_rows;  /* its warps as span groups x this many row groups, 1, 2, 4 or 8 (each warp its
                        group's spans of every span_rows-th row block of the block: even work where
                        the spans do not divide among 16 warps, each span staged span_rows times;
                        GLIM_CUDA_SPAN_ROWS, 1) */
-    int span_acc;   /* 1: its row blocks' sums in shared memory, the loop over them not unrolled
-                       (GLIM_CUDA_SPAN_ACC, 0: in registers, the loop unrolled: ~5k instructions
-                       for gate/up's 19 row blocks per block) */
+    int span_acc;   /* 1 (default): its row blocks' sums in shared memory, the loop over them not
+                       unrolled; 0: in registers, the loop unrolled (~4.5k instructions for
+                       gate/up's 19 row blocks per block: its loop 5 % slower, session 22)
+                       (GLIM_CUDA_SPAN_ACC) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench

@@ -98,9 +98,13 @@ extern "C" gcu_options gcu_options_default(void) {
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
     o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 0);
-    o.span = env_int("GLIM_CUDA_SPAN", 0);
+    /* session 22 (H100, one call, alternating processes): 142.7 tok/s with the span kernel and
+     * its sums in shared memory against 128.4 / 127.4 for k_dmv_tma (+11 % at ctx 0, +12 % at 4k
+     * and 32k); with the sums in registers 135.8 / 136.2 (the unrolled loop's code: gate/up's loop
+     * 54.1 against 51.3 us) */
+    o.span = env_int("GLIM_CUDA_SPAN", 15);
     o.span_warps = env_int("GLIM_CUDA_SPAN_WARPS", 0);
-    o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 0);
+    o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 1);
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
