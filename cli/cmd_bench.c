@@ -323,35 +323,36 @@ static void bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *
 
 /* --variants: decode at context 0 with one switch changed from the defaults per row (the
  * switches of gcu_options, each named with its environment variable and the session that made
- * it the default or refuted it), then the defaults back. */
+ * it the default or refuted it), then the defaults back. A switch that only k_dmv_tma reads runs
+ * with GLIM_CUDA_SPAN=0, since the default span kernel ignores it. */
 static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double bw, FILE *out) {
     glim_error err = {0};
     emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
     gcu_options base = gcu_options_default();
     struct { const char *name; gcu_options o; } v[48];
     int nv = 0;
-    v[nv].name = "default (integer path, weights by bulk copies of 2 units into a 2-slot shared-memory ring per warp, its first slot requested at block start and the other after staging, whole row blocks per block merged in shared memory, the leftover row blocks on the first blocks, down's staging and row blocks shared by clusters of 2, the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores, graph, PDL, o_proj launched early)", v[nv++].o = base;
-    v[nv].name = "the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv++].o.fence_sc = 1;
+    v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block, the leftover row blocks on the first blocks; the head on k_dmv_tma's 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores, graph, PDL, o_proj launched early)", v[nv++].o = base;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.fence_sc = 1;
     v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
     v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
     v[nv].name = "register ring, integer path, sequentially consistent fences", v[nv].o = base, v[nv].o.tma = 0, v[nv++].o.fence_sc = 1;
     v[nv].name = "bf16 hi/lo on the shared-memory ring (GLIM_CUDA_I8=0)", v[nv].o = base, v[nv++].o.i8 = 0;
     v[nv].name = "shared-memory ring of 3 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 3;
-    v[nv].name = "shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv++].o.tma_chunk = 3;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): shared-memory ring of 2 slots of 3 units", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.tma_chunk = 3;
     v[nv].name = "shared-memory ring of 4 slots of 2 units", v[nv].o = base, v[nv++].o.tma_slots = 4;
-    v[nv].name = "shared-memory ring requested whole at block start (GLIM_CUDA_LATE_RING=0, session 6's default)", v[nv].o = base, v[nv++].o.late_ring = 0;
-    v[nv].name = "shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv++].o.late_ring = 1;
-    v[nv].name = "shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv++].o.late_ring = 2;
-    v[nv].name = "stream-K ranges over the grid, split row blocks merged through global memory at the end of a warp's range (GLIM_CUDA_BLOCK_ROWS=0, session 10's default)", v[nv].o = base, v[nv++].o.block_rows = 0;
-    v[nv].name = "stream-K, a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv].o.block_rows = 0, v[nv++].o.defer_merge = 0;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): shared-memory ring requested whole at block start (GLIM_CUDA_LATE_RING=0, session 6's default)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.late_ring = 0;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): shared-memory ring requested once the prologue's global reads are done (GLIM_CUDA_LATE_RING=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.late_ring = 1;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): shared-memory ring requested after staging (GLIM_CUDA_LATE_RING=2)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.late_ring = 2;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): stream-K ranges over the grid, split row blocks merged through global memory at the end of a warp's range (GLIM_CUDA_BLOCK_ROWS=0, session 10's default)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 0;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): stream-K, a warp's split first row block merged as it ends, mid-range (GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0, session 7's default)", v[nv].o = base, v[nv].o.span = 0, v[nv].o.block_rows = 0, v[nv++].o.defer_merge = 0;
     v[nv].name = "down's input staged as digits by gate/up's epilogue (GLIM_CUDA_STAGE_I8=1)", v[nv].o = base, v[nv++].o.stage_i8 = 1;
-    v[nv].name = "down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv++].o.cluster = 1;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.cluster = 1;
     v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
     v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
-    v[nv].name = "down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv++].o.block_rows = 23;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 23;
     v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;
-    v[nv].name = "down's row blocks owned by each block, not by its cluster of 2 (GLIM_CUDA_CLUSTER_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.cluster_rows = 0;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down's row blocks owned by each block, not by its cluster of 2 (GLIM_CUDA_CLUSTER_ROWS=0, session 11's default)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.cluster_rows = 0;
     v[nv].name = "o_proj's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_O=4)", v[nv].o = base, v[nv++].o.tma_slots_o = 4;
     v[nv].name = "o_proj's ring 8 slots of 2 units, its whole share (GLIM_CUDA_TMA_SLOTS_O=8)", v[nv].o = base, v[nv++].o.tma_slots_o = 8;
     v[nv].name = "qkvg's ring 4 slots of 2 units (GLIM_CUDA_TMA_SLOTS_QKVG=4)", v[nv].o = base, v[nv++].o.tma_slots_qkvg = 4;
@@ -359,8 +360,8 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "a layer's o / gate-up / down / next qkvg in one launch, each warp's ring running on across them, as many slots of 2 units as fit (GLIM_CUDA_CHAIN=1)", v[nv].o = base, v[nv++].o.chain = 1;
     v[nv].name = "the same chain with 2 slots of 2 units (GLIM_CUDA_CHAIN=1 GLIM_CUDA_CHAIN_SLOTS=2)", v[nv].o = base, v[nv].o.chain = 1, v[nv++].o.chain_slots = 2;
     v[nv].name = "generic path (stage kernels + qmatvec.cu, no PDL)", v[nv].o = base, v[nv].o.fast = 0, v[nv++].o.pdl = 0;
-    v[nv].name = "qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
-    v[nv].name = "the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv++].o.cluster_products = 11;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): qkvg and o_proj in clusters of 2 as well, owning their row blocks per cluster, each block staging its own row (GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3)", v[nv].o = base, v[nv].o.span = 0, v[nv].o.cluster_products = 11, v[nv++].o.cluster_own_stage = 3;
+    v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.cluster_products = 11;
     v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
     v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
     v[nv].name = "k_dmv_tma with o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_SPAN=0 GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.tail_split = 10;

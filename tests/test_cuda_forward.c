@@ -628,8 +628,8 @@ static void span_loop(void) {
         const int L = cases[k].spec->n_layers;
         printf("  info: %s: %ld launches on the span-major kernel, %ld with a split tail\n", cases[k].label, ran,
                split);
-        const int per_layer = !(mask && *mask) ? 4 : (atoi(mask) & 1) + (atoi(mask) >> 1 & 1) + (atoi(mask) >> 2 & 1) +
-                                                          (atoi(mask) >> 3 & 1);
+        int per_layer = 0; /* the products of the mask (qkvg, o_proj, gate/up, down) */
+        for (int bit = 0; bit < 4; bit++) per_layer += atoi(on[0]) >> bit & 1;
         CHECK(ran >= (long)per_layer * L, "%s: %ld launches on the span-major kernel, at least %d expected (its "
               "products in each layer)", cases[k].label, ran, per_layer * L);
         if (strcmp(cases[k].tail, "0") != 0)

@@ -449,7 +449,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
     d->span_acc_off = (int)(*smem - acc - scr);
     d->span_scr_off = (int)(*smem - scr);
-    d->span_rb = srows;
+    d->span_srows = srows;
     d->span_rows = H;
     d->bblocks = nb;
     d->front = c->front_rows;
@@ -466,6 +466,11 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     glim_status s = dmv_init(err);
     if (s == GLIM_OK) s = dmv_args(c, 0, d, blocks, smem, err);
     if (s != GLIM_OK) return s;
+    /* a RESID prologue's residual written over its own input: block 0 writes it while other
+     * blocks, some launched later, still read it (session 22 found layer 0's gate/up so) */
+    if (c->pro == GCU_PRO_RESID && c->h_out && c->h_out == c->h_in)
+        return glim_fail(err, GLIM_E_ARG, "decode matvec: the residual add reads and writes the same "
+                         "buffer (h_in == h_out); its blocks would race");
     if (c->pre_dig && !gcu_dmv_takes_digits(c))
         return glim_fail(err, GLIM_E_ARG, "decode matvec: an input staged as digits needs the integer "
                          "path on the shared-memory ring with a raw input of the matrix's width");

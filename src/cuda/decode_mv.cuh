@@ -81,9 +81,9 @@ struct DmvArgs {
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (span groups x row groups; the others
      * only norm and merge); 0 on the other kernels. Its sums in shared memory (the split tail's two piece rows, then
      * with GLIM_CUDA_SPAN_ACC the row blocks'): their byte offset in dynamic shared memory, and
-     * their rows per warp (span_rb float2 x 32 lanes each) */
+     * their rows per warp (span_srows float2 x 32 lanes each) */
     int span_warps;
-    int span_acc_off, span_rb;
+    int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };

@@ -89,6 +89,10 @@ __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool t
     return w;
 }
 
+/* The row group that computes piece row k (0 or 1) of a block with H row groups: the merge
+ * reads the piece's sums from that group's warps. */
+__device__ __forceinline__ int span_piece_group(bool k, int H) { return k ? 1 % H : 0; }
+
 /* Chunk `item` of the warp's pair p of spans: items 0..nw-1 its whole row blocks at both spans
  * (one unit at a single last span), items nw and nw + 1 the piece rows (where its row group
  * computes them) at those of the pair's spans they hold. False: that item has no unit. *rb: its
@@ -107,7 +111,7 @@ __device__ __forceinline__ bool span_chunk(const SpanWork &w, int p, int item, i
     *rb = k ? w.px[1] : w.px[0];
     *sf = lo;
     *n = hi - lo;
-    return lo < hi && (k ? 1 % w.H : 0) == w.h;
+    return lo < hi && span_piece_group(k, w.H) == w.h;
 }
 
 /* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
@@ -143,7 +147,7 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * rows 2.. of its d.span_rb). */
+ * rows 2.. of its d.span_srows). */
 template <int PPS, bool SBF32, int RB>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     float acc[RBR][2];
 #pragma unroll
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
-    float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_rb * 32 + lane;
+    float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_srows * 32 + lane;
     if (warp < NW)
         for (int r = 0; r < (RB == 0 ? nwr + 2 : 2); r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
@@ -334,7 +338,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     for (int r = warp; r < wm.nrb + (TAILS ? 2 : 0); r += DMV_WARPS) {
         const bool piece = r >= wm.nrb, k = r > wm.nrb; /* k: piece row 1 (selects, see span_chunk) */
         if (piece && (k ? wm.pa[1] >= wm.pb[1] : wm.pa[0] >= wm.pb[0])) continue; /* an empty piece row */
-        const int hg = piece ? (k ? 1 % H : 0) : r % H, i = piece ? wm.pbase + (k ? 1 : 0) : r / H;
+        const int hg = piece ? span_piece_group(k, H) : r % H, i = piece ? wm.pbase + (k ? 1 : 0) : r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
         for (int sg = 0; sg < G; sg++) {
             const float2 x = ((const float2 *)(ring0 + (size_t)(sg * H + hg) * S * cstep))[i * 8 + g];

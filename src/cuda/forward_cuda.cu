@@ -693,6 +693,15 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     return gcu_dmv_launch(&c, s->st, err);
 }
 
+/* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
+ * writes h like every later layer's, never one buffer in place. In place, its RESID prologue's
+ * writer (block 0) could overwrite h before a block launched later had read it: blocks start as
+ * the previous kernel's leave the SMs, and session 22's span kernel, whose o_proj on a small
+ * model held fewer SMs and let go of them later, made that race lose (decode logits off by 3-5
+ * in test_cuda_forward's span_loop on models with fewer row blocks than SMs). With hooks h: they
+ * read and write the residual there between kernels, and gate/up writes h2. */
+static float *decode_embed_row(gcu_session *s) { return s->hooks ? s->h : s->h2; }
+
 /* Layer l's products after attention, as decode_layer runs them without hooks: o_proj,
  * gate/up, down and the next layer's RESID qkvg, or the head after the last layer. */
 static void layer_tail_calls(gcu_session *s, int l, gcu_dmv_call c[4]) {
@@ -744,8 +753,8 @@ static int chain_fits(gcu_session *s) {
 static int flags_fit(gcu_session *s) {
     const gcu_model *g = s->m;
     const int Hd = g->hidden;
-    gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, s->h2, NULL, NULL, NULL, g->layer[0].w_in,
-                               GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g));
+    gcu_dmv_call q0 = dmv_make(s, &g->layer[0].qkvg, GCU_PRO_NORM, Hd, decode_embed_row(s), NULL, NULL, NULL,
+                               g->layer[0].w_in, GCU_EPI_STORE, s->qkvg, gcu_qkvg_rows(g));
     if (!gcu_dmv_flags_ok(&q0)) return 0;
     for (int l = 0; l < g->L; l++) {
         gcu_dmv_call c[4];
@@ -803,15 +812,6 @@ static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gc
     p->tail_part = part;
     p->tail_P = t->P;
 }
-
-/* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
- * writes h like every later layer's, never one buffer in place. In place, its RESID prologue's
- * writer (block 0) could overwrite h before a block launched later had read it: blocks start as
- * the previous kernel's leave the SMs, and session 22's span kernel, whose o_proj on a small
- * model held fewer SMs and let go of them later, made that race lose (decode logits off by 3-5
- * in test_cuda_forward's span_loop on models with fewer row blocks than SMs). With hooks h: they
- * read and write the residual there between kernels, and gate/up writes h2. */
-static float *decode_embed_row(gcu_session *s) { return s->hooks ? s->h : s->h2; }
 
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
  * previous layer's FFN residual add), gate/up reads h2 (at layer 0 the embedding, there too) and
