@@ -169,6 +169,11 @@ typedef struct gcu_options {
                        unrolled; 0: in registers, the loop unrolled (~4.5k instructions for
                        gate/up's 19 row blocks per block: its loop 5 % slower, session 22)
                        (GLIM_CUDA_SPAN_ACC) */
+    int span_pair;  /* the products (mask as span) whose span-major matvec runs on clusters of 2
+                       blocks that own row blocks together, each block half the spans: down's
+                       416 row blocks on 132 SMs are 3 or 4 a block but 6 or 7 a pair (the last
+                       blocks' loops 1.27 against 1.11 times the mean share).
+                       GLIM_CUDA_SPAN_PAIR, 0 (written in session 23) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -263,6 +268,8 @@ long gcu_dmv_flag_count(void);
 long gcu_dmv_ahead_count(void);
 /* Decode matvec launches enqueued on the span-major kernel (GLIM_CUDA_SPAN), for tests. */
 long gcu_dmv_span_count(void);
+/* Of those, the launches on clusters of 2 blocks that own row blocks together (GLIM_CUDA_SPAN_PAIR). */
+long gcu_dmv_pair_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
 long gcu_attn_twice_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_ATT_WARM's rehearsal (tests). */
@@ -313,6 +320,7 @@ typedef struct gcu_test_dmv {
     int span_warps;              /* gcu_dmv_call.span_warps */
     int span_acc;                /* gcu_dmv_call.span_acc */
     int span_rows;               /* gcu_dmv_call.span_rows */
+    int span_pair;               /* gcu_dmv_call.span_pair (an error if the pairs do not run) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -420,37 +420,46 @@ static int dmv_span_groups(int nspan, int want, int W) {
 }
 
 /* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
- * plan succeeded (decode_mv_span.cu): one block per SM or per row block, each owning whole
- * row blocks, no cluster. 0 (d untouched) when the kernel cannot take the call. Shared memory:
- * k_dmv_tma's staging area (NORM/RESID's row), the warps' rings, their sums (a float2 per lane
- * and row: the split tail's 2 piece rows, then with span_acc the row blocks'), their staging
- * scratch. */
-static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
+ * plan succeeded (decode_mv_span.cu), with owners of `own` blocks (1: a block per SM or per row
+ * block; 2: GLIM_CUDA_SPAN_PAIR's clusters of 2, a pair per two SMs or per row block, each block
+ * half the spans), each owning whole row blocks. 0 (d untouched) when the kernel cannot take the
+ * call so, or (own 2) when the pairs would not all be resident at once. Shared memory: k_dmv_tma's
+ * staging area (NORM/RESID's row), the warps' rings, their sums (a float2 per lane and row: the
+ * split tail's 2 piece rows, then with span_acc the row blocks'), their staging scratch (with
+ * pairs also the block's sums per row block after the loop: 64 bytes each). */
+static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem,
+                             int own) {
     const gcu_mat *m = c->m;
-    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
-        return 0;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
-    if (nb > m->nrb) nb = m->nrb;
-    const int rb_max = nb > 0 ? (m->nrb + nb - 1) / nb : 0, per_warp = (rb_max + H - 1) / H;
-    const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const void *k = base && nb > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
-    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
-    if (c->tail_part && !c->span_acc && per_warp > SPAN_RB_SMALL) return 0;
+    int no = nb / own; /* owners */
+    if (no > m->nrb) no = m->nrb;
+    nb = no * own;
+    const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
+    const int nsp = (m->f.nspan + own - 1) / own; /* the most spans of a block */
+    const int nw = H * dmv_span_groups(nsp, c->span_warps, DMV_WARPS / H);
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
+    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu),
+     * with single blocks as owners */
+    if (c->tail_part && (own > 1 || (!c->span_acc && per_warp > SPAN_RB_SMALL))) return 0;
+    if (own > 1 && (m->f.nspan < own || (size_t)rb_max * 64 > (size_t)nw * SPAN_SCRATCH_BYTES)) return 0;
     const int srows = 2 + (c->span_acc ? per_warp : 0);
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block and piece row */
     if (!S || (size_t)(per_warp + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
+    const size_t bytes = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
+    if (own > 1 && (long long)gcu_resident(k, DMV_THREADS, bytes, own) * own < nb) return 0;
     *fn = k;
     *blocks = nb;
-    *smem = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
-    d->span_acc_off = (int)(*smem - acc - scr);
-    d->span_scr_off = (int)(*smem - scr);
+    *smem = bytes;
+    d->span_acc_off = (int)(bytes - acc - scr);
+    d->span_scr_off = (int)(bytes - scr);
     d->span_srows = srows;
     d->span_rows = H;
+    d->span_pair = own > 1;
     d->bblocks = nb;
     d->front = c->front_rows;
     d->span_warps = nw;
@@ -458,6 +467,13 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->tchunk = 2;
     d->tring_off = (int)base;
     return 1;
+}
+
+static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
+        return 0;
+    return (c->span_pair && dmv_span_plan_own(c, d, fn, blocks, smem, 2)) ||
+           dmv_span_plan_own(c, d, fn, blocks, smem, 1);
 }
 
 /* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
@@ -494,11 +510,12 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         dmv_span_plan(c, d, &fn, blocks, smem);
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
-    d->cluster = 1;
+    d->cluster = d->span_pair ? 2 : 1; /* (k_dmv_span's pairs: the plan checked they fit) */
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1 && !d->span_warps)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
-    d->stage_cta = c->cluster_own_stage ? 1 : d->cluster;
-    d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows;
+    /* k_dmv_tma's uses of its clusters: the shared staging, the row blocks owned together */
+    d->stage_cta = c->cluster_own_stage || d->span_warps ? 1 : d->cluster;
+    d->cluster_rows = d->bblocks > 0 && d->cluster > 1 && c->cluster_rows && !d->span_warps;
     d->front = c->front_rows;
     /* the flag release (gcu_flag_wait): only k_dmv_tma arrives and waits on a slot, and a
      * boundary whose one side ignored it would hang the other */
@@ -590,6 +607,8 @@ static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_co
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
+static long pair_count; /* of those, on pairs of blocks (gcu_dmv_pair_count) */
+extern "C" long gcu_dmv_pair_count(void) { return pair_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -606,6 +625,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.tail_part) tail_count++;
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
+    if (s == GLIM_OK && d.span_pair) pair_count++;
     return s;
 }
 
@@ -742,6 +762,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_warps = p->span_warps;
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
+    c->span_pair = p->span_pair;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
@@ -805,6 +826,11 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
             if ((s = dmv_plan(&c, &fn, &d, &blocks, &smem, err)) != GLIM_OK) goto out;
             if (!d.span_warps) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel cannot take this call");
+                goto out;
+            }
+            if (c.span_pair && !d.span_pair) {
+                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel's pairs do not run "
+                              "here (%d blocks)", blocks);
                 goto out;
             }
         }

@@ -234,8 +234,11 @@ typedef struct gcu_dmv_call {
      * span_acc: its row blocks' sums in shared memory, the loop over them not unrolled (any
      * number of row blocks per block, as shared memory allows; else in registers, at most
      * SPAN_RB_MAX); span_rows: its warps as span groups x this many row groups (1, 2, 4, 8;
-     * else 1), each warp owning its span group's spans of every span_rows-th row block */
-    int span, span_warps, span_acc, span_rows;
+     * else 1), each warp owning its span group's spans of every span_rows-th row block;
+     * span_pair: clusters of 2 blocks own the row blocks together, each block half the spans,
+     * their sums added through distributed shared memory (no split tail; where the pairs do not
+     * all fit at once, single blocks as without it) */
+    int span, span_warps, span_acc, span_rows, span_pair;
 } gcu_dmv_call;
 /* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
  * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
