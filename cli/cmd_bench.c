@@ -329,7 +329,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     glim_error err = {0};
     emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
     gcu_options base = gcu_options_default();
-    struct { const char *name; gcu_options o; } v[48];
+    struct { const char *name; gcu_options o; } v[56];
     int nv = 0;
     v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block, the leftover row blocks on the first blocks; the head on k_dmv_tma's 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores, graph, PDL, o_proj launched early)", v[nv++].o = base;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.fence_sc = 1;
@@ -372,6 +372,8 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
     v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
     v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
+    v[nv].name = "span-major with down on clusters of 2 blocks that own its row blocks together, each block half the spans (GLIM_CUDA_SPAN_PAIR=8: 6 or 7 row blocks a pair, not 3 or 4 a block)", v[nv].o = base, v[nv++].o.span_pair = 8;
+    v[nv].name = "span-major with qkvg, o_proj and down on clusters of 2 blocks that own row blocks together (GLIM_CUDA_SPAN_PAIR=11)", v[nv].o = base, v[nv++].o.span_pair = 11;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
