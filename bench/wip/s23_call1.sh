@@ -5,7 +5,7 @@
 #    17, test_cuda_forward span_loop's pair cases);
 # 2. A/B in alternating processes: the default (span, sums in shared memory) against
 #    GLIM_CUDA_SPAN_PAIR=8 (down on pairs), =10 (o_proj and down), =11 (and qkvg) and k_dmv_tma
-#    (SPAN=0), twice;
+#    (SPAN=0), twice, and GLIM_CUDA_ATT_WARM=1 (session 21, never run);
 # 3. with the time left, the gpu_check suite's tests under the span default (the three tests
 #    pinned to SPAN=0, the embedding in h2, dmv_plan's in-place guard).
 cd "$(dirname "$0")/../.." || exit 1
@@ -21,7 +21,8 @@ for t in "kernels decode_matvec_span" "forward span_loop"; do
     grep -E 'check failed|FAIL|info: span' $OUT/span_$1.log | head -16
 done
 P=GLIM_CUDA_SPAN_PAIR
-sh bench/ab_decode.sh ${AB:-new new,$P=8 new,$P=10 new,$P=11 new,GLIM_CUDA_SPAN=0 new new,$P=8 new,$P=10 new,$P=11}
+W=GLIM_CUDA_ATT_WARM
+sh bench/ab_decode.sh ${AB:-new new,$P=8 new,$P=10 new,$P=11 new,$W=1 new,GLIM_CUDA_SPAN=0 new new,$P=8 new,$P=10 new,$P=11 new,$W=1}
 grep -E "^decode with|^\| (qkvg|attention|o_proj|gate/up|down|head) " $OUT/e.md | awk -F'|' '/^decode/{print; n=0; next} {n++; if (n<=7) printf "   %s step %s spread %s loop(w/p/l) %s\n", $2, $3, $7, $10}'
 echo "a/b done ($(($(date +%s) - T0)) s); $(left) s left"
 L=$(left)
