@@ -803,7 +803,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     /* early: the next kernel (a whole-SM matvec) may launch once every block of this grid has
      * started (the trigger counts only then, so none of these still waits for an SM) and streams
      * its first weights on the SMs these blocks leave free; otherwise it launches as they exit */
-    if (a.trig_early) gcu_pdl_trigger();
+    if (a.trig_early == 1) gcu_pdl_trigger();
     AtRole r;
     const bool work = at_role(a, HG, &r);
     AtSmem sm = at_smem(at_base, r.G, a.D, a.nsplit, a.kv32, a.tiles2);
@@ -847,6 +847,10 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         }
         if (pass < 2) {
             at_prepare(a, sm, rr, row, fused, rope, mma, pass == 1);
+            /* GLIM_CUDA_ATT_TRIG=2: o_proj's blocks, whose rings stream weights as they start,
+             * launch only now, off the q preparation's loads (session 23: its third ring slot
+             * made that phase 1 us longer) */
+            if (pass == 1 && a.trig_early == 2) gcu_pdl_trigger();
         } else {
             __syncthreads();
             at_tile_request(a, sm, kvh, r.my0, nv0, 0);
@@ -862,6 +866,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
         at_tiles(a, sm, rr, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
         if (pass == 2 || (pass == 1 && !a.diag_twice)) break;
     }
+    if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
     at_finish(a, f, has_f, sm, r, HG, row, o);

@@ -506,7 +506,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     /* a second tile buffer only where a split can span several tiles */
     const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;
     c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;
-    c.trig_early = T == 1 && s->fast_now && g->opt.att_trig;
+    c.trig_early = T == 1 && s->fast_now ? g->opt.att_trig : 0;
     c.pmerge = g->opt.att_pmerge;
     c.pack = g->opt.att_pack;
     c.fence_sc = g->opt.fence_sc;

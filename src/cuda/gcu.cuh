@@ -342,7 +342,9 @@ typedef struct gcu_attn_call {
     int few;                   /* score tiles of <= 8 keys one warp per (head, key) (opt.att_few) */
     int mma;                   /* scores and P V on the tensor cores (opt.att_mma) where the
                                   shapes allow (bf16 cache, D % 16 == 0, D <= 128, G <= 16) */
-    int trig_early;            /* PDL: let the next kernel launch as soon as every block started */
+    int trig_early;            /* PDL: let the next kernel launch as soon as every block started
+                                  (1), once every block has its q prepared (2), or its tiles
+                                  done (3) */
     int fence_sc;              /* the split merge's fences sequentially consistent (gcu_fence_gpu) */
     int pack;                  /* the blocks with work numbered first (opt.att_pack) */
     int pmerge;                /* decode: the last min(G, splits, pmerge) blocks to arrive merge
