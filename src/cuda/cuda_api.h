@@ -189,6 +189,9 @@ typedef struct gcu_options {
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
                            timeline's "tiles' math" adds what a pass costs with its code, constants
                            and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE, 0) */
+    int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
+                      layer, so a sliding layer's attention runs as a full one's: what RoPE's
+                      factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

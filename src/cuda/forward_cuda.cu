@@ -108,6 +108,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
     o.span_pair = env_int("GLIM_CUDA_SPAN_PAIR", 0);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
+    o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -484,7 +485,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.eps = g->rms_eps;
     c.qk_scale = g->qk_scale;
     c.scale = g->attn_scale;
-    c.inv_freq = y->full ? NULL : g->inv_freq;
+    c.inv_freq = y->full || (T == 1 && g->opt.diag_nope) ? NULL : g->inv_freq;
     c.pos0 = s->d_step;
     c.T = T;
     int ns = y->full ? s->nsplit_full : s->nsplit_slide;
