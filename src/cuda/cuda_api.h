@@ -73,8 +73,8 @@ typedef struct gcu_options {
     int att_mma;   /* attention: each tile's scores and P V by bf16 mma, q and P split into
                       hi + lo bf16 (GLIM_CUDA_ATT_MMA, 1) instead of fp32 dot products */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
-                      (GLIM_CUDA_ATT_TRIG, 1), once they all have q prepared (2), or their
-                      tiles done (3); 0: as they exit */
+                      (1), once they all have q prepared (2, the default since session 23), or
+                      their tiles done (3); 0: as they exit (GLIM_CUDA_ATT_TRIG) */
     int att_pmerge; /* decode attention: the splits' partials merged by the last min(G, splits,
                        att_pmerge) blocks to arrive, one query head each, instead of by the
                        last block alone (GLIM_CUDA_ATT_PMERGE, 16; 0: the last block) */

@@ -53,7 +53,11 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 2048);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
-    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1); /* +1.7% at context 0 (session 3, run 5) */
+    /* 1 (at attention's start): +1.7 % at context 0 against 0 (session 3, run 5); 2 (once every
+     * attention block has q prepared, so that o_proj's rings stream off those loads): +0.3 to
+     * +0.9 % at ctx 0 against 1 in 4 of 4 processes on an H200, attention's q preparation 3.9 ->
+     * 2.4 us (session 23) */
+    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 2);
     /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
      * (one process each, same call) */
     o.att_pmerge = env_int("GLIM_CUDA_ATT_PMERGE", 16);
