@@ -369,6 +369,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "k_dmv_tma's loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 1;
     v[nv].name = "k_dmv_tma's lean kernel (block-owned row blocks only; no split tail or diagnostic compiled in) without loads ahead (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=2)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 2;
     v[nv].name = "decode attention rehearses its q preparation and first tile before the PDL wait, writing only shared memory (GLIM_CUDA_ATT_WARM=1)", v[nv].o = base, v[nv++].o.att_warm = 1;
+    v[nv].name = "decode attention on its kernel instance without the rehearsal and the diagnostic second pass compiled in (GLIM_CUDA_ATT_LEAN=1)", v[nv].o = base, v[nv++].o.att_lean = 1;
     v[nv].name = "the decode matvecs on k_dmv_tma, not span-major (GLIM_CUDA_SPAN=0: the default before session 22)", v[nv].o = base, v[nv++].o.span = 0;
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
     v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;

@@ -484,7 +484,9 @@ static void lean_bits_of(const char *name, glim_synth_spec spec, const char *val
  * Every decoded token's logits must equal the single pass's bit for bit, on the tensor-core
  * tiles and on the fp32 ones (mma), and the pass must really have run (count: one attention
  * launch per layer and token). A rehearsal that wrote the cache, or left a stale q, maximum or
- * tile row behind, would show in the logits. P: the prompt's length (the keys a split sees). */
+ * tile row behind, would show in the logits. GLIM_CUDA_ATT_LEAN=1 (the kernel instance with
+ * neither pass compiled in) must equal the default instance bit for bit likewise, and run (its
+ * count). P: the prompt's length (the keys a split sees). */
 static void att_pass_bits_of(const char *name, glim_synth_spec spec, int P, const char *env, const char *mma,
                              long (*count)(void)) {
     const char *const names[] = {env, "GLIM_CUDA_ATT_MMA", "GLIM_CUDA_FAST"};
@@ -527,6 +529,10 @@ static void att_pass_bits(void) {
     /* a long prompt: full layers' splits of whole 64-key tiles, several per split */
     att_pass_bits_of("warm_long", wide, 300, warm, "1", gcu_attn_warm_count);
     att_pass_bits_of("twice_long", wide, 300, twice, "1", gcu_attn_twice_count);
+    const char *lean = "GLIM_CUDA_ATT_LEAN";
+    att_pass_bits_of("lean_mma", wide, P, lean, "1", gcu_attn_lean_count);
+    att_pass_bits_of("lean_fp32", wide, P, lean, "0", gcu_attn_lean_count);
+    att_pass_bits_of("lean_long", wide, 300, lean, "1", gcu_attn_lean_count);
 }
 
 static void chain_bits(void) {

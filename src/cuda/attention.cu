@@ -791,7 +791,11 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
 }
 
 /* The kernel's work; every return is taken by the whole block. tl_t (timeline, thread 0): past
- * the wait, then the tiles done (a block that returns before its tiles leaves them 0). */
+ * the wait, then the tiles done (a block that returns before its tiles leaves them 0). PASSES:
+ * the rehearsal and DIAG_ATT_TWICE's second pass compiled in (false: pass 1 alone, the loop
+ * folded away, for GLIM_CUDA_ATT_LEAN; session 23 found the kernel 13160 -> 13904 SASS
+ * instructions since the passes came, and attention's q preparation slower). */
+template <bool PASSES>
 __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
                                         unsigned long long *tl_t) {
     extern __shared__ float at_base[];
@@ -833,7 +837,8 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * requested anew (the single buffer holds the split's last), so that "tiles' math" (first
      * tile in -> tiles done) spans two passes. One loop, not several calls, so that every pass
      * runs the same code. */
-    for (int pass = fused && a.warm ? 0 : 1;; pass++) {
+    const bool warm = PASSES && fused && a.warm, twice = PASSES && a.diag_twice;
+    for (int pass = warm ? 0 : 1;; pass++) {
         AtRole rr = r;
         if (pass == 0) rr.my1 = r.my0 + nv0;
         if (pass == 1) {
@@ -864,7 +869,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             for (int e = 0; e < 4; e++) omma[i][e] = 0.0f;
         if (pass == 1 && a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
         at_tiles(a, sm, rr, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
-        if (pass == 2 || (pass == 1 && !a.diag_twice)) break;
+        if (pass == 2 || (pass == 1 && !twice)) break;
     }
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
@@ -872,12 +877,13 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     at_finish(a, f, has_f, sm, r, HG, row, o);
 }
 
+template <bool PASSES>
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
     __shared__ unsigned long long tl_t[5];
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
-    at_body(a, f, has_f, fused, tl_t);
+    at_body<PASSES>(a, f, has_f, fused, tl_t);
     /* every block, the empty ones too (a fixed count for the next kernel to wait for), once its
      * output is written (GLIM_CUDA_FLAG_WAIT; every return of at_body is the whole block's) */
     if (a.flag_arrive) gcu_grid_arrive(a.flag_arrive);
@@ -891,10 +897,11 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
 extern "C" glim_status gcu_attn_init(glim_error *err) {
     static int raised;
     if (raised) return GLIM_OK;
-    glim_status s = gcu_check(cudaFuncSetAttribute((const void *)k_attention,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   AT_SMEM_MAX),
-                              "attention shared memory", err);
+    glim_status s = GLIM_OK;
+    const void *fns[2] = {(const void *)k_attention<true>, (const void *)k_attention<false>};
+    for (int i = 0; i < 2 && s == GLIM_OK; i++)
+        s = gcu_check(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, AT_SMEM_MAX),
+                      "attention shared memory", err);
     raised = s == GLIM_OK;
     return s;
 }
@@ -927,6 +934,8 @@ static long twice_count; /* launches enqueued with diag_twice (gcu_attn_twice_co
 static long warm_count;  /* decode launches enqueued with the rehearsal (gcu_attn_warm_count) */
 extern "C" long gcu_attn_twice_count(void) { return twice_count; }
 extern "C" long gcu_attn_warm_count(void) { return warm_count; }
+static long lean_count; /* launches enqueued on the kernel without the passes (gcu_attn_lean_count) */
+extern "C" long gcu_attn_lean_count(void) { return lean_count; }
 
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
@@ -949,18 +958,22 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
-    a.resident = gcu_resident((const void *)k_attention, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
+    /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
+    const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
+    const void *fn = lean ? (const void *)k_attention<false> : (const void *)k_attention<true>;
+    a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
     int has_f = c->f != NULL;
     if (has_f) f = *c->f;
     a.f = NULL;
     void *args[] = {&a, &f, &has_f, &fused};
-    glim_status s = gcu_check(gcu_launch((const void *)k_attention, at_grid(c, HG), dim3(GCU_ATT_THREADS), smem, st,
+    glim_status s = gcu_check(gcu_launch(fn, at_grid(c, HG), dim3(GCU_ATT_THREADS), smem, st,
                                          c->pdl, args),
                               "attention launch", err);
     if (s == GLIM_OK && a.diag_twice) twice_count++;
     if (s == GLIM_OK && a.warm && fused) warm_count++;
+    if (s == GLIM_OK && lean) lean_count++;
     return s;
 }
 

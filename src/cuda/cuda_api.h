@@ -189,6 +189,9 @@ typedef struct gcu_options {
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
                            timeline's "tiles' math" adds what a pass costs with its code, constants
                            and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE, 0) */
+    int att_lean;  /* attention runs the kernel instance without ATT_WARM's rehearsal and
+                      DIAG_ATT_TWICE's second pass compiled in, where neither is on (the same
+                      outputs; GLIM_CUDA_ATT_LEAN, 0: written in session 23, not yet run) */
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
@@ -278,6 +281,8 @@ long gcu_dmv_pair_count(void);
 long gcu_attn_twice_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_ATT_WARM's rehearsal (tests). */
 long gcu_attn_warm_count(void);
+/* Attention launches enqueued on the instance without the extra passes (GLIM_CUDA_ATT_LEAN, tests). */
+long gcu_attn_lean_count(void);
 /* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
 long gcu_dmv_tail_count(void);
 

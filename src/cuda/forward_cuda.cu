@@ -113,6 +113,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_pair = env_int("GLIM_CUDA_SPAN_PAIR", 0);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
+    o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -517,6 +518,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.fence_sc = g->opt.fence_sc;
     c.diag_twice = T == 1 && g->opt.diag_att_twice;
     c.warm = T == 1 && g->opt.att_warm;
+    c.lean = g->opt.att_lean;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
