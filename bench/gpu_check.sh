@@ -10,7 +10,9 @@
 # several in one item joined by commas, with ENV_FLAGS added to each bench, e.g. "--timeline -n 32"); ncu = Nsight
 # Compute on a few matvec launches). The build
 # always runs. SAN_TOOLS (default "memcheck racecheck synccheck") and SAN_T (seconds per tool,
-# default 70) bound the sanitizer step.
+# default 70) bound the sanitizer step. TEST_PART=k/n (e.g. 1/3) runs only every n-th of the
+# tests step's runs from the k-th (the three test binaries, then the forward test under each
+# setting: ~30 s each, ~20 minutes in all, more than one device call), so that n calls cover it.
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -39,7 +41,12 @@ has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 if has tests; then
 : >"$OUT/tests.log"
+# TEST_PART=k/n: run number i (from 1) runs where i % n == k % n
+part_k=${TEST_PART%/*} part_n=${TEST_PART#*/} run_i=0
+[ -n "${TEST_PART:-}" ] || { part_k=0; part_n=1; }
+mine() { run_i=$((run_i + 1)); [ $((run_i % part_n)) -eq $((part_k % part_n)) ]; }
 for t in build/tests/test_cuda_kernels build/tests/test_cuda_forward build/tests/test_cuda_hooks; do
+    mine || continue
     echo "== $t" >>"$OUT/tests.log"
     GLIM_REQUIRE_CUDA=1 timeout 240 "$t" >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
@@ -47,6 +54,7 @@ done
 # the decode switches that are off by default get the forward test too (LATE_RING 1 and 2 on the
 # shared-memory ring: before session 14 only chain_bits under OFF_DEFAULTS ran ring_at 1 there)
 for v in GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0 GLIM_CUDA_SPAN=0 "GLIM_CUDA_SPAN=0 GLIM_CUDA_TMA_SLOTS=0 GLIM_CUDA_TMA_CHUNK=1" "GLIM_CUDA_SPAN=0 GLIM_CUDA_LATE_RING=0" "GLIM_CUDA_SPAN=0 GLIM_CUDA_LATE_RING=1" "GLIM_CUDA_SPAN=0 GLIM_CUDA_LATE_RING=2" "GLIM_CUDA_SPAN=0 GLIM_CUDA_BLOCK_ROWS=0" "GLIM_CUDA_SPAN=0 GLIM_CUDA_BLOCK_ROWS=0 GLIM_CUDA_DEFER_MERGE=0" GLIM_CUDA_STAGE_I8=1 "GLIM_CUDA_SPAN=0 GLIM_CUDA_CLUSTER=1" GLIM_CUDA_CHAIN=1 GLIM_CUDA_ATT_FEW=1 "GLIM_CUDA_I8=1 GLIM_CUDA_DYN=1" GLIM_CUDA_ATT_MMA=0 "GLIM_CUDA_SPAN=0 GLIM_CUDA_TMA_SLOTS_O=8 GLIM_CUDA_TMA_SLOTS_QKVG=4" "GLIM_CUDA_SPAN=0 GLIM_CUDA_CLUSTER_ROWS=0" "GLIM_CUDA_SPAN=0 GLIM_CUDA_CLUSTER_PRODUCTS=11 GLIM_CUDA_CLUSTER_OWN_STAGE=3" "GLIM_CUDA_SPAN=0 GLIM_CUDA_CLUSTER_PRODUCTS=11" GLIM_CUDA_FLAG_WAIT=1 "GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=1" GLIM_CUDA_TAIL_SPLIT=10 "GLIM_CUDA_SPAN=0 GLIM_CUDA_TAIL_SPLIT=10" GLIM_CUDA_ATT_WARM=1 GLIM_CUDA_SPAN_ACC=0 GLIM_CUDA_SPAN_ROWS=4 GLIM_CUDA_SPAN_PAIR=8 GLIM_CUDA_SPAN_PAIR=15 GLIM_CUDA_LATE_NORM=0 GLIM_CUDA_FRONT_ROWS=0 "GLIM_CUDA_ATT_PMERGE=0 GLIM_CUDA_ATT_PACK=0 GLIM_CUDA_ATT_GROUP=8192" GLIM_CUDA_ATT_GROUP=0 GLIM_CUDA_ATT_TRIG=1 GLIM_CUDA_ATT_TRIG=3 GLIM_CUDA_ATT_LEAN=1 "$OFF_DEFAULTS"; do
+    mine || continue
     echo "== build/tests/test_cuda_forward with $v" >>"$OUT/tests.log"
     env $v GLIM_REQUIRE_CUDA=1 timeout 240 build/tests/test_cuda_forward >>"$OUT/tests.log" 2>&1
     echo "rc=$?" >>"$OUT/tests.log"
