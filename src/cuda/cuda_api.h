@@ -37,8 +37,9 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS override
- * the defaults; GLIM_CUDA_DIAG_WINDOW and GLIM_CUDA_DIAG_RING are timing diagnostics). */
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_PAIR,
+ * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
+ * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
     int graph;     /* one CUDA graph per decode token (default 1) */
     int pdl;       /* programmatic dependent launch between kernels (default 1) */

@@ -461,7 +461,6 @@ static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn,
     d->span_rows = H;
     d->span_pair = own > 1;
     d->bblocks = nb;
-    d->front = c->front_rows;
     d->span_warps = nw;
     d->tslots = S;
     d->tchunk = 2;

@@ -35,8 +35,8 @@
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
  *
  * The sums are the same products added in another order than k_dmv_tma's (per warp over its
- * spans, then over the span groups), so the bits differ from it; test_cuda_kernels (modes 14,
- * 15) and test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are
+ * spans, then over the span groups), so the bits differ from it; test_cuda_kernels (modes
+ * 14-17) and test_cuda_forward (span_loop) hold it against the CPU. NORM/RESID prologues are
  * k_dmv_tma's (tma_rows), so the residual written by block 0 and the digits are the same bits. */
 #include "cuda/decode_mv_tma.cuh"
 
