@@ -516,6 +516,28 @@ static glim_synth_spec switch_spec(int wide, uint64_t seed) {
     return s;
 }
 
+/* GLIM_CUDA_SPAN_EVEN=15 (the span kernel on the fewest blocks with the same largest share of
+ * row blocks) moves row blocks between blocks, never a row block's sum: each is still one block's
+ * spans added in the same order, so every decoded token's logits equal the default grid's bit for
+ * bit, and the smaller grid really ran (its launch count: the wide model's gate/up has 176 row
+ * blocks, 2 a block on 88 blocks instead of 1 or 2 on 132, so at least one launch per layer where
+ * the GPU has more than 88 SMs; on a smaller GPU the count may be 0 and the test says so). */
+static void span_even_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_SPAN_EVEN", "GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                                        "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const off[] = {"0", "15", "1", "1", "1", "0", "0"};
+    static const char *const on[] = {"15", "15", "1", "1", "1", "0", "0"};
+    const glim_synth_spec wide = switch_spec(1, 29);
+    const int sms = gcu_sm_count();
+    if (sms <= 88) {
+        SKIP("span_even_bits: %d SMs, the wide model's gate/up (176 row blocks) is already even", sms);
+        return;
+    }
+    switch_bits_of("span_even", wide, 2 * wide.sliding_window + 3, 7, names, off, on, gcu_dmv_even_count,
+                   wide.n_layers);
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -744,6 +766,7 @@ int main(void) {
     RUN(att_pass_bits);
     RUN(tail_split);
     RUN(span_loop);
+    RUN(span_even_bits);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

@@ -236,7 +236,7 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
                       max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows, cluster_rows, front_rows,
-                      own_stage, span, span_warps, span_acc, span_rows, span_pair};
+                      own_stage, span, span_warps, span_acc, span_rows, span_pair, 0};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[400];
@@ -372,7 +372,7 @@ static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int grou
         out[i] = malloc(sizeof(float) * rows);
         hh[i] = malloc(sizeof(float) * K);
         gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
-                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0};
+                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0, 0};
         glim_error err;
         st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
         if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
@@ -444,7 +444,7 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0};
+                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];

@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_PAIR,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_PAIR, GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -153,7 +153,8 @@ typedef struct gcu_options {
                        blocks, no split tail; the same bits; only where the span kernel does not
                        take the call, e.g. with GLIM_CUDA_SPAN=0); 2: the same lean kernel without
                        the loads ahead (the control: what the freed registers alone do).
-                       GLIM_CUDA_UNIT_AHEAD, 0: off (written in session 20 without a GPU) */
+                       GLIM_CUDA_UNIT_AHEAD, 2 (session 24: 135.8 against 128.0 tok/s for 0,
+                       the kernel with the split tail compiled in; 0: that kernel) */
     int span;       /* the products (mask: qkvg 1, o_proj 2, gate/up 4, down 8) whose decode
                        matvec runs span-major (decode_mv_span.cu: each warp owns whole spans of
                        the block's row blocks and stages them itself as it reaches them, so no
@@ -176,6 +177,11 @@ typedef struct gcu_options {
                        416 row blocks on 132 SMs are 3 or 4 a block but 6 or 7 a pair (the last
                        blocks' loops 1.27 against 1.11 times the mean share).
                        GLIM_CUDA_SPAN_PAIR, 0 (written in session 23) */
+    int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
+                       blocks with the same largest share of row blocks (down's 416: 104 blocks of
+                       4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
+                       left free take the next kernel's blocks at once. GLIM_CUDA_SPAN_EVEN, 0
+                       (written in session 24) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -192,7 +198,7 @@ typedef struct gcu_options {
                            and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE, 0) */
     int att_lean;  /* attention runs the kernel instance without ATT_WARM's rehearsal and
                       DIAG_ATT_TWICE's second pass compiled in, where neither is on (the same
-                      outputs; GLIM_CUDA_ATT_LEAN, 0: written in session 23, not yet run) */
+                      outputs; GLIM_CUDA_ATT_LEAN, 1: session 24, +1.1 % at ctx 0 on an H100) */
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
@@ -278,6 +284,10 @@ long gcu_dmv_ahead_count(void);
 long gcu_dmv_span_count(void);
 /* Of those, the launches on clusters of 2 blocks that own row blocks together (GLIM_CUDA_SPAN_PAIR). */
 long gcu_dmv_pair_count(void);
+/* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN). */
+long gcu_dmv_even_count(void);
+/* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
+int gcu_sm_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
 long gcu_attn_twice_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_ATT_WARM's rehearsal (tests). */
@@ -331,6 +341,7 @@ typedef struct gcu_test_dmv {
     int span_acc;                /* gcu_dmv_call.span_acc */
     int span_rows;               /* gcu_dmv_call.span_rows */
     int span_pair;               /* gcu_dmv_call.span_pair (an error if the pairs do not run) */
+    int span_even;               /* gcu_dmv_call.span_even */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

@@ -436,6 +436,10 @@ static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn,
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     int no = nb / own; /* owners */
     if (no > m->nrb) no = m->nrb;
+    if (c->span_even && no > 0) { /* the same largest share on the fewest owners */
+        const int share = (m->nrb + no - 1) / no;
+        no = (m->nrb + share - 1) / share;
+    }
     nb = no * own;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nsp = (m->f.nspan + own - 1) / own; /* the most spans of a block */
@@ -608,6 +612,8 @@ static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_s
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
 static long pair_count; /* of those, on pairs of blocks (gcu_dmv_pair_count) */
 extern "C" long gcu_dmv_pair_count(void) { return pair_count; }
+static long even_count; /* of those, on fewer blocks by span_even (gcu_dmv_even_count) */
+extern "C" long gcu_dmv_even_count(void) { return even_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -625,6 +631,10 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
     if (s == GLIM_OK && d.span_pair) pair_count++;
+    int most = gcu_sm_count() < c->m->nrb ? gcu_sm_count() : c->m->nrb;
+    if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
+    if (s == GLIM_OK && d.span_warps && c->span_even && blocks < most / (d.span_pair ? 2 : 1) * (d.span_pair ? 2 : 1))
+        even_count++;
     return s;
 }
 
@@ -762,6 +772,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
     c->span_pair = p->span_pair;
+    c->span_even = p->span_even;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

@@ -101,7 +101,10 @@ extern "C" gcu_options gcu_options_default(void) {
     o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
-    o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 0);
+    /* session 24 (H100, one call, alternating processes, GLIM_CUDA_SPAN=0): 135.8 tok/s with the
+     * lean k_dmv_tma against 128.0 with the split tail compiled in (72 bytes of stack); the
+     * span kernel takes the layers' products by default, the head and SPAN=0 come here */
+    o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 2);
     /* session 22 (H100, one call, alternating processes): 142.7 tok/s with the span kernel and
      * its sums in shared memory against 128.4 / 127.4 for k_dmv_tma (+11 % at ctx 0, +12 % at 4k
      * and 32k); with the sums in registers 135.8 / 136.2 (the unrolled loop's code: gate/up's loop
@@ -111,9 +114,12 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 1);
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
     o.span_pair = env_int("GLIM_CUDA_SPAN_PAIR", 0);
+    o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 0);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
-    o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 0);
+    /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
+     * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
+    o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -685,6 +691,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_acc = g->opt.span_acc;
     c.span_rows = g->opt.span_rows;
     c.span_pair = (g->opt.span_pair & dmv_product_bit(kind)) != 0;
+    c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
