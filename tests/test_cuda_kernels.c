@@ -204,7 +204,7 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     const int cluster = mode == 8 || mode == 9 || mode == 11 || mode == 13 ? 2 : 1;
     const int block_rows = mode >= 9, cluster_rows = mode == 11 || mode == 13, front_rows = mode == 12 || mode >= 14;
     const int span = mode >= 14, span_warps = span && ring == 3 ? 7 : 0, span_acc = mode == 15 || mode == 17;
-    const int span_rows = mode == 16 ? 4 : (mode == 15 || mode == 17) && ring == 4 ? 2 : 1, span_pair = mode == 17;
+    const int span_rows = mode == 16 ? 4 : (mode == 15 || mode == 17) && ring == 4 ? 2 : 1, span_even = mode == 17;
     const int own_stage = mode == 13;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
@@ -236,14 +236,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
                       max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows, cluster_rows, front_rows,
-                      own_stage, span, span_warps, span_acc, span_rows, span_pair, 0};
+                      own_stage, span, span_warps, span_acc, span_rows, span_even};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[400];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d (first requested: late_ring %d)%s%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
              epi, centered ? "centred" : "plain", ring, late_ring,
-             span_pair ? (span_rows > 1 ? ", span-major in clusters of 2 owning row blocks, 2 row groups" : ", span-major in clusters of 2 owning row blocks")
+             span_even ? (span_rows > 1 ? ", span-major on the fewest blocks with the same largest share, 2 row groups" : ", span-major on the fewest blocks with the same largest share")
              : span ? (span_rows > 1 ? (span_acc ? ", span-major, sums in shared memory, 2 row groups" : ", span-major, 4 row groups")
                      : span_warps ? ", span-major, 7 warps owning spans" : span_acc ? ", span-major, sums in shared memory" : ", span-major")
              : own_stage ? ", whole row blocks per cluster of 2, each block staging its own row"
@@ -309,26 +309,23 @@ static void decode_matvec(void) {
  * memory (GLIM_CUDA_SPAN_ACC), 2 slots and as many as fit (there with 2 row groups), and the
  * 30B's gate/up shape (19 row blocks per block on 132 SMs, more elsewhere); mode 16: the warps as
  * span groups x 4 row groups (GLIM_CUDA_SPAN_ROWS=4: each span staged by 4 warps into their own
- * scratch, a block's row blocks dealt round robin to the row groups); mode 17: mode 15 with
- * clusters of 2 blocks owning the row blocks, each block half the spans, their sums added
- * through distributed shared memory (GLIM_CUDA_SPAN_PAIR; an error if the pairs did not run;
- * not the one-span shapes, 96 and 128 wide, which leave the second block no span: one span
- * per block at 192 wide, 1 and 2 at 320; a 4000 x 6656 SwiGLU, 8 row blocks per pair, in place of
- * gate/up's shape, whose 38 row blocks' sums per pair would not fit shared memory beside its
- * ring). Spans per warp from 1 (96-wide) to 10 (19968-wide), row blocks per block from 1 to 15
+ * scratch, a block's row blocks dealt round robin to the row groups); mode 17: mode 15 on the
+ * fewest blocks with the same largest share of row blocks (GLIM_CUDA_SPAN_EVEN: the 6656 x
+ * 19968 shape's 416 row blocks on 104 blocks of 4 where there are 132 SMs, gate/up's 2496 on
+ * 125 of 10 x 2; the small shapes, fewer row blocks than SMs, as before). Spans per warp from 1 (96-wide) to 10 (19968-wide), row blocks per block from 1 to 15
  * (19 with the sums in shared memory). */
 static void decode_matvec_span(void) {
     NEED_GPU();
     const long before = gcu_dmv_span_count();
     int calls = 0;
     for (int mode = 14; mode <= 17; mode++)
-    for (int ring = 2; ring <= 4; ring += mode >= 15 ? 2 : 1, calls += mode == 17 ? 9 : 11) {
+    for (int ring = 2; ring <= 4; ring += mode >= 15 ? 2 : 1, calls += 11) {
         check_decode(37, 192, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
-        if (mode != 17) check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
+        check_decode(45, 96, 4, 32, GLIM_DT_BF16, 1, GCU_EPI_STORE, 0, ring, mode);
         check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode);
         check_decode(300, 1536, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
-        if (mode != 17) check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, mode);
+        check_decode(77, 128, 4, 32, GLIM_DT_BF16, 2, GCU_EPI_SOFTCAP, 0, ring, mode);
         check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
         check_decode(91, 320, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 1, ring, mode);
         check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
@@ -336,8 +333,7 @@ static void decode_matvec_span(void) {
         /* gate/up-like: 1875 row blocks, 15 per block on 132 SMs (the 30B's 2496 give 19 there,
          * more than SPAN_RB_MAX on GPUs under 125 SMs: with the sums in shared memory only) */
         if (mode == 14 || mode == 16) check_decode(15000, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
-        else if (mode == 15) check_decode(19968, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
-        else check_decode(4000, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
+        else check_decode(19968, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
     }
     /* two runs per call (gcu_test_decode_matvec) */
     const long ran = gcu_dmv_span_count() - before;
@@ -372,7 +368,7 @@ static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int grou
         out[i] = malloc(sizeof(float) * rows);
         hh[i] = malloc(sizeof(float) * K);
         gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
-                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0, 0};
+                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0};
         glim_error err;
         st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
         if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
@@ -444,7 +440,7 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];

@@ -7,8 +7,8 @@ region, by the owner gcu_dmv_tail_plan gives it); each chunk is 1 or 2 contiguou
 pair's spans; the merge reads each row's sums from the warps and local rows that summed it;
 every slot of the split tail that a consumer adds (tma_tail_sum: owners first..last of each
 leftover row block) is written once.
-Session 23: with own = 2 (GLIM_CUDA_SPAN_PAIR) the owners are clusters of 2 blocks, rank c taking
-spans [ns c / 2, ns (c + 1) / 2); the pair's merge writes row r from rank r % 2 (span_pair_merge).
+Session 24: even=True (GLIM_CUDA_SPAN_EVEN) runs the fewest blocks with the same largest share
+(session 23's pairs of blocks, GLIM_CUDA_SPAN_PAIR, were removed).
 Mirrors the C; run: python3 bench/wip/span_sim.py"""
 import sys
 
@@ -29,14 +29,12 @@ def span_groups(nspan, want, W):
     return W
 
 
-def span_work(R, ns, no, o, warp, NW, H, front, tail, c=0, own=1):
+def span_work(R, ns, no, o, warp, NW, H, front, tail):
     G = NW // H
     sg = warp // H
     w = dict(r0=0, nrb=0, px=[0, 0], pa=[0, 0], pb=[0, 0], H=H, h=warp % H, nw=0, pbase=0)
-    cA = ns * c // own
-    cn = ns * (c + 1) // own - cA
-    w['sA'] = cA + cn * sg // G if warp < NW else 0
-    w['sB'] = cA + cn * (sg + 1) // G if warp < NW else 0
+    w['sA'] = ns * sg // G if warp < NW else 0
+    w['sB'] = ns * (sg + 1) // G if warp < NW else 0
     q, e = R // no, R % no
     if tail:
         U = e * ns
@@ -71,9 +69,12 @@ def owner(x, U, no):  # mv_owner
     return ((x + 1) * no - 1) // U
 
 
-def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=1, own=1):
-    no = min(sms // own, R)
-    NW = H * span_groups((ns + own - 1) // own, want, 16 // H)
+def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=1, even=False):
+    no = min(sms, R)
+    if even and not tail:  # dmv_span_plan: the same largest share on the fewest blocks
+        share = (R + no - 1) // no
+        no = (R + share - 1) // share
+    NW = H * span_groups(ns, want, 16 // H)
     G = NW // H
     q, e = R // no, R % no
     if tail and (e == 0 or e * ns < no):
@@ -82,10 +83,10 @@ def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=
     seen = {}
     slots = set()
     for o in range(no):
-      contrib = {}  # global row -> set of (rank, warp, local row)
-      for rk in range(own):
+      contrib = {}  # global row -> set of (warp, local row)
+      if True:
         for warp in range(16):
-            w = span_work(R, ns, no, o, warp, NW, H, front, tail, rk, own)
+            w = span_work(R, ns, no, o, warp, NW, H, front, tail)
             npair = (w['sB'] - w['sA'] + 1) // 2
             nitem = w['nw'] + (2 if tails_compiled else 0)
             order = []
@@ -98,11 +99,11 @@ def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=
                     rb, sf, n, loc = c
                     assert n in (1, 2) and s <= sf and sf + n <= min(s + 2, w['sB']), (name, c)
                     order.append(c)
-                    contrib.setdefault(rb, set()).add((rk, warp, loc))
+                    contrib.setdefault(rb, set()).add((warp, loc))
                     for u in range(n):
                         key = (rb, sf + u)
                         assert key not in seen, (name, key, seen.get(key), (o, warp))
-                        seen[key] = (o, rk, warp)
+                        seen[key] = (o, warp)
                         if tail and rb >= q * no:  # leftover: the owner must be tail_plan's
                             x = (rb - q * no) * ns + sf + u
                             assert owner(x, e * ns, no) == o, (name, key, o)
@@ -119,19 +120,16 @@ def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=
         # the merge's reading: row r (whole) from warps sg H + r % H at local r / H; piece k from
         # warps sg H + k % H at local pbase + k: every warp that computed a unit of the row must
         # be among them at that local row
-      w0 = span_work(R, ns, no, o, 0, NW, H, front, tail, 0, own)
+      w0 = span_work(R, ns, no, o, 0, NW, H, front, tail)
       reads = {}
       for r in range(w0['nrb']):
-          reads[w0['r0'] + r] = {(c, sg * H + r % H, r // H) for sg in range(G) for c in range(own)}
-      for k in range(2 if tails_compiled and own == 1 else 0):
+          reads[w0['r0'] + r] = {(sg * H + r % H, r // H) for sg in range(G)}
+      for k in range(2 if tails_compiled else 0):
           if w0['pa'][k] < w0['pb'][k]:
               hg = (1 % H) if k else 0
-              reads[w0['px'][k]] = {(0, sg * H + hg, w0['pbase'] + k) for sg in range(G)}
+              reads[w0['px'][k]] = {(sg * H + hg, w0['pbase'] + k) for sg in range(G)}
       for rb, ws in contrib.items():
           assert rb in reads and ws <= reads[rb], (name, o, rb, ws, reads.get(rb))
-      if own == 2:  # span_pair_merge: row r by rank r % 2, warp (r // 2) % 16, once
-          written = [r for c in range(2) for warp in range(16) for r in range(c + 2 * warp, w0['nrb'], 32)]
-          assert sorted(written) == list(range(w0['nrb'])), (name, o, written)
     missing = [(rb, s) for rb in range(R) for s in range(ns) if (rb, s) not in seen]
     assert not missing, (name, missing[:5])
     if tail:  # every slot a consumer adds was written: owners first..last of each leftover row block
@@ -140,7 +138,7 @@ def check(name, R, ns, sms, front=1, tail=False, tails_compiled=True, want=0, H=
             of, ol = owner(r * ns, U, no), owner(r * ns + ns - 1, U, no)
             for o in range(of, ol + 1):
                 assert (q * no + r, o) in slots, (name, r, o)
-    print(f"{name}: R {R} x {ns} spans on {no} {'pairs' if own == 2 else 'blocks'}, {G} span groups x {H} row groups: every unit once, "
+    print(f"{name}: R {R} x {ns} spans on {no} blocks, {G} span groups x {H} row groups: every unit once, "
           "merged from where it was summed" + (f", tail of {e} row blocks: every slot written" if tail else ""))
     return True
 
@@ -157,12 +155,11 @@ if __name__ == "__main__":
             check(f"test tail model o_proj ({sms} SMs)", 168, 12, sms, tail=True, H=H)
             check(f"test tail model down ({sms} SMs)", 168, 11, sms, tail=True, H=H)
             for nm, R, ns in (("qkvg", 544, 52), ("o_proj", 416, 32), ("gate/up", 2496, 52), ("down", 416, 156)):
-                check(f"30B {nm} on pairs ({sms} SMs)", R, ns, sms, H=H, own=2, tails_compiled=nm != "gate/up")
+                check(f"30B {nm} even ({sms} SMs)", R, ns, sms, H=H, even=True, tails_compiled=nm != "gate/up")
     for R, ns in ((3, 2), (3, 1), (63, 32), (33, 52), (416, 156), (1875, 52), (5, 100), (2, 3)):
         for want in (0, 7):
             for H in (1, 2, 4):
                 check(f"kernel test {R}x{ns} groups {want or 'auto'}", R, ns, 132, want=want, H=H)
                 check(f"kernel test {R}x{ns} groups {want or 'auto'}, no front", R, ns, 132, front=0, want=want, H=H)
-                if ns >= 2:
-                    check(f"kernel test {R}x{ns} groups {want or 'auto'} on pairs", R, ns, 132, want=want, H=H, own=2)
+                check(f"kernel test {R}x{ns} groups {want or 'auto'} even", R, ns, 132, want=want, H=H, even=True)
     sys.exit(0)

@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_PAIR, GLIM_CUDA_SPAN_EVEN,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -172,11 +172,6 @@ typedef struct gcu_options {
                        unrolled; 0: in registers, the loop unrolled (~4.5k instructions for
                        gate/up's 19 row blocks per block: its loop 5 % slower, session 22)
                        (GLIM_CUDA_SPAN_ACC) */
-    int span_pair;  /* the products (mask as span) whose span-major matvec runs on clusters of 2
-                       blocks that own row blocks together, each block half the spans: down's
-                       416 row blocks on 132 SMs are 3 or 4 a block but 6 or 7 a pair (the last
-                       blocks' loops 1.27 against 1.11 times the mean share).
-                       GLIM_CUDA_SPAN_PAIR, 0 (written in session 23) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -282,8 +277,6 @@ long gcu_dmv_flag_count(void);
 long gcu_dmv_ahead_count(void);
 /* Decode matvec launches enqueued on the span-major kernel (GLIM_CUDA_SPAN), for tests. */
 long gcu_dmv_span_count(void);
-/* Of those, the launches on clusters of 2 blocks that own row blocks together (GLIM_CUDA_SPAN_PAIR). */
-long gcu_dmv_pair_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN). */
 long gcu_dmv_even_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
@@ -340,7 +333,6 @@ typedef struct gcu_test_dmv {
     int span_warps;              /* gcu_dmv_call.span_warps */
     int span_acc;                /* gcu_dmv_call.span_acc */
     int span_rows;               /* gcu_dmv_call.span_rows */
-    int span_pair;               /* gcu_dmv_call.span_pair (an error if the pairs do not run) */
     int span_even;               /* gcu_dmv_call.span_even */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,

@@ -420,42 +420,38 @@ static int dmv_span_groups(int nspan, int want, int W) {
 }
 
 /* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
- * plan succeeded (decode_mv_span.cu), with owners of `own` blocks (1: a block per SM or per row
- * block; 2: GLIM_CUDA_SPAN_PAIR's clusters of 2, a pair per two SMs or per row block, each block
- * half the spans), each owning whole row blocks. 0 (d untouched) when the kernel cannot take the
- * call so, or (own 2) when the pairs would not all be resident at once. Shared memory: k_dmv_tma's
- * staging area (NORM/RESID's row), the warps' rings, their sums (a float2 per lane and row: the
- * split tail's 2 piece rows, then with span_acc the row blocks'), their staging scratch (with
- * pairs also the block's sums per row block after the loop: 64 bytes each). */
-static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem,
-                             int own) {
+ * plan succeeded (decode_mv_span.cu): a block per SM or per row block (with span_even the fewest
+ * blocks with the same largest share), each owning whole row blocks. 0 (d untouched) when the
+ * kernel cannot take the call. Shared memory: k_dmv_tma's staging area (NORM/RESID's row), the
+ * warps' rings, their sums (a float2 per lane and row: the split tail's 2 piece rows, then with
+ * span_acc the row blocks'), their staging scratch. */
+static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
+        return 0;
     const gcu_mat *m = c->m;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
-    int no = nb / own; /* owners */
+    int no = nb; /* owners */
     if (no > m->nrb) no = m->nrb;
-    if (c->span_even && no > 0) { /* the same largest share on the fewest owners */
+    if (c->span_even && !c->tail_part && no > 0) { /* the same largest share on the fewest owners
+                                                     * (a split tail's plan counts every SM) */
         const int share = (m->nrb + no - 1) / no;
         no = (m->nrb + share - 1) / share;
     }
-    nb = no * own;
+    nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
-    const int nsp = (m->f.nspan + own - 1) / own; /* the most spans of a block */
-    const int nw = H * dmv_span_groups(nsp, c->span_warps, DMV_WARPS / H);
+    const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
     const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
-    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu),
-     * with single blocks as owners */
-    if (c->tail_part && (own > 1 || (!c->span_acc && per_warp > SPAN_RB_SMALL))) return 0;
-    if (own > 1 && (m->f.nspan < own || (size_t)rb_max * 64 > (size_t)nw * SPAN_SCRATCH_BYTES)) return 0;
+    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
+    if (c->tail_part && !c->span_acc && per_warp > SPAN_RB_SMALL) return 0;
     const int srows = 2 + (c->span_acc ? per_warp : 0);
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block and piece row */
     if (!S || (size_t)(per_warp + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
     const size_t bytes = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
-    if (own > 1 && (long long)gcu_resident(k, DMV_THREADS, bytes, own) * own < nb) return 0;
     *fn = k;
     *blocks = nb;
     *smem = bytes;
@@ -463,20 +459,12 @@ static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn,
     d->span_scr_off = (int)(bytes - scr);
     d->span_srows = srows;
     d->span_rows = H;
-    d->span_pair = own > 1;
     d->bblocks = nb;
     d->span_warps = nw;
     d->tslots = S;
     d->tchunk = 2;
     d->tring_off = (int)base;
     return 1;
-}
-
-static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
-    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
-        return 0;
-    return (c->span_pair && dmv_span_plan_own(c, d, fn, blocks, smem, 2)) ||
-           dmv_span_plan_own(c, d, fn, blocks, smem, 1);
 }
 
 /* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
@@ -513,7 +501,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         dmv_span_plan(c, d, &fn, blocks, smem);
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
-    d->cluster = d->span_pair ? 2 : 1; /* (k_dmv_span's pairs: the plan checked they fit) */
+    d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1 && !d->span_warps)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
     /* k_dmv_tma's uses of its clusters: the shared staging, the row blocks owned together */
@@ -610,8 +598,6 @@ static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_co
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
-static long pair_count; /* of those, on pairs of blocks (gcu_dmv_pair_count) */
-extern "C" long gcu_dmv_pair_count(void) { return pair_count; }
 static long even_count; /* of those, on fewer blocks by span_even (gcu_dmv_even_count) */
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
 
@@ -630,10 +616,9 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.tail_part) tail_count++;
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
-    if (s == GLIM_OK && d.span_pair) pair_count++;
     int most = gcu_sm_count() < c->m->nrb ? gcu_sm_count() : c->m->nrb;
     if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
-    if (s == GLIM_OK && d.span_warps && c->span_even && blocks < most / (d.span_pair ? 2 : 1) * (d.span_pair ? 2 : 1))
+    if (s == GLIM_OK && d.span_warps && c->span_even && blocks < most)
         even_count++;
     return s;
 }
@@ -771,7 +756,6 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_warps = p->span_warps;
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
-    c->span_pair = p->span_pair;
     c->span_even = p->span_even;
 }
 
@@ -836,11 +820,6 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
             if ((s = dmv_plan(&c, &fn, &d, &blocks, &smem, err)) != GLIM_OK) goto out;
             if (!d.span_warps) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel cannot take this call");
-                goto out;
-            }
-            if (c.span_pair && !d.span_pair) {
-                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel's pairs do not run "
-                              "here (%d blocks)", blocks);
                 goto out;
             }
         }

@@ -86,8 +86,6 @@ struct DmvArgs {
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
-    int span_pair;    /* GLIM_CUDA_SPAN_PAIR: the owners are clusters of 2 blocks (bblocks / 2 of
-                       * them), rank c taking spans [nspan c / 2, nspan (c + 1) / 2) */
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

@@ -1,7 +1,6 @@
 /* decode_mv_span.cu: the decode matvec in span-major order (GLIM_CUDA_SPAN, a mask of products;
- * the default since session 22): MLX 4-bit on the integer path, whole row blocks per block (or
- * per cluster of 2 blocks with GLIM_CUDA_SPAN_PAIR), weights streamed into a shared-memory ring
- * by bulk copies as in k_dmv_tma (decode_mv_tma.cu).
+ * the default since session 22): MLX 4-bit on the integer path, whole row blocks per block,
+ * weights streamed into a shared-memory ring by bulk copies as in k_dmv_tma (decode_mv_tma.cu).
  *
  * Why: k_dmv_tma's warps each walk a contiguous range of the block's units, row block after row
  * block through all of its spans, so every warp needs the whole input staged as digits before
@@ -21,10 +20,10 @@
  * at its end, and the block adds the span groups' sums in order (deterministic) through shared
  * memory.
  *
- * GLIM_CUDA_SPAN_PAIR: where whole row blocks per block leave the blocks' shares uneven (down and
- * o_proj: 416 row blocks on 132 SMs, 3 or 4 a block, the last blocks' loops 1.27 times the mean),
- * a cluster of 2 blocks owns them (6 or 7 a pair: 1.11 times), each block taking half the spans
- * of all of them, and the pair adds its two blocks' sums through distributed shared memory.
+ * Uneven shares (down's and o_proj's 416 row blocks on 132 SMs: 3 or 4 a block) cost nothing
+ * measurable: session 23 gave clusters of 2 blocks the row blocks together (GLIM_CUDA_SPAN_PAIR,
+ * removed in session 24), which evened the block ends and left the step as it was, because the
+ * SMs the short blocks free start the next kernel's rings.
  *
  * A warp's stream: per pair of spans, per row block, one chunk of the two units (rb, s) and
  * (rb, s + 1), contiguous in the matrix, one bulk copy into the next slot of its ring (a
@@ -46,8 +45,7 @@
 static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
 
 /* A block's share and a warp's part of it. Whole row blocks [r0, r0 + nrb): the shares of
- * tma_warp_units with the block as owner, or with d.span_pair its cluster of 2 (each block then
- * taking half the spans: rank c [nspan c / 2, nspan (c + 1) / 2)); the warp's are r0 + h + i H
+ * tma_warp_units with the block as owner; the warp's are r0 + h + i H
  * for i < nw, at its span group's part of the block's spans. With a split
  * tail (GLIM_CUDA_TAIL_SPLIT, TmaTail: the q = R / no whole row blocks of each of the no blocks,
  * then the leftover region's units cut over the blocks in row-block order) the block's piece of
@@ -65,9 +63,8 @@ struct SpanWork {
 
 __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool tails) {
     const MvArgs &a = d.mv;
-    const int own = d.span_pair ? 2 : 1, no = d.bblocks / own, o = (int)blockIdx.x / own;
+    const int no = d.bblocks, o = (int)blockIdx.x;
     const int ns = a.nspan, R = (int)(a.nunits / ns), q = R / no, e = R % no;
-    const int c = (int)blockIdx.x % own, cA = ns * c / own, cn = ns * (c + 1) / own - cA; /* the block's spans */
     SpanWork w;
     w.r0 = w.nrb = w.nw = w.pbase = 0;
     w.px[0] = w.px[1] = w.pa[0] = w.pa[1] = w.pb[0] = w.pb[1] = 0;
@@ -75,10 +72,10 @@ __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool t
     const int NW = d.span_warps, H = d.span_rows, G = NW / H, sg = warp / H;
     w.H = H;
     w.h = warp % H;
-    w.sA = warp < NW ? cA + cn * sg / G : 0;
-    w.sB = warp < NW ? cA + cn * (sg + 1) / G : 0;
+    w.sA = warp < NW ? ns * sg / G : 0;
+    w.sB = warp < NW ? ns * (sg + 1) / G : 0;
     if (o >= no) return w;
-    if (tails && d.tail_part) { /* (never with pairs: the host's plan) */
+    if (tails && d.tail_part) {
         const int U = e * ns, lo0 = (int)mv_muldiv(U, o, no), lo1 = (int)mv_muldiv(U, o + 1, no);
         w.r0 = o * q;
         w.nrb = q;
@@ -153,31 +150,6 @@ __device__ __forceinline__ void span_digits(const uint4 *scr, int j, bool dvalid
 __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah, int lane) {
     const float vg = ag + __shfl_down_sync(0xffffffffu, ag, 1), vh = ah + __shfl_down_sync(0xffffffffu, ah, 1);
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
-}
-
-/* GLIM_CUDA_SPAN_PAIR: the pair's row blocks once each block has its sums over its own spans in
- * pp (8 float2 per row block, in its staging scratch): row block r is written by rank r % 2, as
- * rank 0's sums plus rank 1's (the same order whichever rank adds), read through distributed
- * shared memory between two cluster barriers (the second keeps each block's memory alive until
- * its peer has read it). Every thread of both blocks comes here. */
-__device__ __forceinline__ void span_pair_merge(const MvArgs &a, const SpanWork &w, const float2 *pp, float osc,
-                                                bool late, int lane, int warp) {
-    gcu_cluster_arrive();
-    gcu_cluster_wait();
-    const unsigned at = gcu_smem_addr(pp) + (unsigned)(lane >> 2) * (unsigned)sizeof(float2);
-    for (int r = (int)(blockIdx.x & 1) + 2 * warp; r < w.nrb; r += 2 * DMV_WARPS) {
-        const unsigned off = (unsigned)r * 8u * (unsigned)sizeof(float2);
-        const float2 x0 = gcu_ld_cluster_f2(gcu_cluster_map(at + off, 0));
-        const float2 x1 = gcu_ld_cluster_f2(gcu_cluster_map(at + off, 1));
-        float vg[1] = {x0.x + x1.x}, vh[1] = {x0.y + x1.y};
-        if (late) {
-            vg[0] *= osc;
-            vh[0] *= osc;
-        }
-        mv_epilogue<1>(a, w.r0 + r, lane, vg, vh);
-    }
-    gcu_cluster_arrive();
-    gcu_cluster_wait();
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
@@ -369,7 +341,6 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
      * 20-register kernel) */
     const SpanWork wm = span_work(d, warp, TAILS);
     const int H = d.span_rows, G = NW / H;
-    float2 *pp = (float2 *)((char *)dmv_smem + d.span_scr_off); /* (pairs: the scratch is free now) */
     for (int r = warp; r < wm.nrb + (TAILS ? 2 : 0); r += DMV_WARPS) {
         const bool piece = r >= wm.nrb, k = r > wm.nrb; /* k: piece row 1 (selects, see span_chunk) */
         if (piece && (k ? wm.pa[1] >= wm.pb[1] : wm.pa[0] >= wm.pb[0])) continue; /* an empty piece row */
@@ -380,10 +351,6 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             vg[0] += x.x;
             vh[0] += x.y;
         }
-        if (d.span_pair) { /* this block's part of the pair's row block (no split tail with pairs) */
-            if (t == 0) pp[r * 8 + g] = make_float2(vg[0], vh[0]);
-            continue;
-        }
         if (d.late_norm) {
             vg[0] *= osc;
             vh[0] *= osc;
@@ -391,7 +358,6 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         if (!piece) mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
         else tma_tail_put(a, wm.tail, k ? wm.px[1] : wm.px[0], lane, vg[0], vh[0]);
     }
-    if (d.span_pair) span_pair_merge(a, wm, pp, osc, d.late_norm, lane, warp);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);

@@ -113,7 +113,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_warps = env_int("GLIM_CUDA_SPAN_WARPS", 0);
     o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 1);
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
-    o.span_pair = env_int("GLIM_CUDA_SPAN_PAIR", 0);
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 0);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
@@ -690,7 +689,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_warps = g->opt.span_warps;
     c.span_acc = g->opt.span_acc;
     c.span_rows = g->opt.span_rows;
-    c.span_pair = (g->opt.span_pair & dmv_product_bit(kind)) != 0;
     c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;

@@ -235,13 +235,11 @@ typedef struct gcu_dmv_call {
      * number of row blocks per block, as shared memory allows; else in registers, at most
      * SPAN_RB_MAX); span_rows: its warps as span groups x this many row groups (1, 2, 4, 8;
      * else 1), each warp owning its span group's spans of every span_rows-th row block;
-     * span_pair: clusters of 2 blocks own the row blocks together, each block half the spans,
-     * their sums added through distributed shared memory (no split tail; where the pairs do not
-     * all fit at once, single blocks as without it); span_even: the fewest blocks that keep the
+     * span_even: the fewest blocks that keep the
      * largest share of row blocks (down's 416 on 132 SMs: 104 blocks of 4 instead of 20 of 4 and
      * 112 of 3), so that no block ends early and the SMs left free take the next kernel's blocks
      * (launched under PDL) at once */
-    int span, span_warps, span_acc, span_rows, span_pair, span_even;
+    int span, span_warps, span_acc, span_rows, span_even;
 } gcu_dmv_call;
 /* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
  * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
