@@ -374,7 +374,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
     v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
     v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
-    v[nv].name = "span-major on the fewest blocks with the same largest share of row blocks, so no block ends early and the SMs left free take the next kernel's blocks (GLIM_CUDA_SPAN_EVEN=15)", v[nv].o = base, v[nv++].o.span_even = 15;
+    v[nv].name = "span-major on a block per SM (or per row block), the shares of row blocks uneven (GLIM_CUDA_SPAN_EVEN=0: the default before session 24)", v[nv].o = base, v[nv++].o.span_even = 0;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
