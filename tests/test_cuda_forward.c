@@ -521,7 +521,8 @@ static glim_synth_spec switch_spec(int wide, uint64_t seed) {
  * spans added in the same order, so every decoded token's logits equal the default grid's bit for
  * bit, and the smaller grid really ran (its launch count: the wide model's gate/up has 176 row
  * blocks, 2 a block on 88 blocks instead of 1 or 2 on 132, so at least one launch per layer where
- * the GPU has more than 88 SMs; on a smaller GPU the count may be 0 and the test says so). */
+ * the GPU has more than 88 SMs; on a smaller GPU the count may be 0 and the test says so). Then
+ * GLIM_CUDA_SPAN_BLOCKS_GU=40 against no cap, likewise. */
 static void span_even_bits(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN_EVEN", "GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
@@ -535,6 +536,15 @@ static void span_even_bits(void) {
         return;
     }
     switch_bits_of("span_even", wide, 2 * wide.sliding_window + 3, 7, names, off, on, gcu_dmv_even_count,
+                   wide.n_layers);
+    /* GLIM_CUDA_SPAN_BLOCKS_GU=40 (gate/up's 176 row blocks on at most 40 blocks, with
+     * SPAN_EVEN 36 of 5): the same bits again, with that product on the smaller grid */
+    static const char *const bnames[] = {"GLIM_CUDA_SPAN_BLOCKS_GU", "GLIM_CUDA_SPAN_EVEN", "GLIM_CUDA_SPAN",
+                                         "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN",
+                                         "GLIM_CUDA_DYN"};
+    static const char *const boff[] = {"0", "0", "15", "1", "1", "1", "0", "0"};
+    static const char *const bon[] = {"40", "0", "15", "1", "1", "1", "0", "0"};
+    switch_bits_of("span_blocks_gu", wide, 2 * wide.sliding_window + 3, 8, bnames, boff, bon, gcu_dmv_even_count,
                    wide.n_layers);
 }
 

@@ -433,6 +433,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
+    if (c->span_blocks > 0 && nb > c->span_blocks) nb = c->span_blocks;
     int no = nb; /* owners */
     if (no > m->nrb) no = m->nrb;
     if (c->span_even && !c->tail_part && no > 0) { /* the same largest share on the fewest owners
@@ -598,7 +599,7 @@ static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_co
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
-static long even_count; /* of those, on fewer blocks by span_even (gcu_dmv_even_count) */
+static long even_count; /* of those, on fewer blocks by span_even or span_blocks (gcu_dmv_even_count) */
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
@@ -618,7 +619,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps) span_count++;
     int most = gcu_sm_count() < c->m->nrb ? gcu_sm_count() : c->m->nrb;
     if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
-    if (s == GLIM_OK && d.span_warps && c->span_even && blocks < most)
+    if (s == GLIM_OK && d.span_warps && (c->span_even || c->span_blocks > 0) && blocks < most)
         even_count++;
     return s;
 }
@@ -757,6 +758,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
+    c->span_blocks = 0;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
