@@ -548,6 +548,25 @@ static void span_even_bits(void) {
                    wide.n_layers);
 }
 
+/* GLIM_CUDA_SPAN_LEAN=1 (the span kernel's instance without the split tail compiled in, for calls
+ * that have none) computes the same chunks, sums and merge: every decoded token's logits equal
+ * the full instance's bit for bit, on the sums in shared memory (the default) and in registers,
+ * and the lean instance really ran (its launch count: the four products of every layer). */
+static void span_lean_bits(void) {
+    NEED_GPU();
+    const glim_synth_spec wide = switch_spec(1, 43);
+    for (int acc = 0; acc < 2; acc++) {
+        static const char *const names[] = {"GLIM_CUDA_SPAN_LEAN", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
+                                            "GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                                            "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+        const char *a = acc ? "1" : "0";
+        const char *off[] = {"0", "15", a, "0", "1", "1", "1", "0", "0"};
+        const char *on[] = {"1", "15", a, "0", "1", "1", "1", "0", "0"};
+        switch_bits_of(acc ? "span_lean_smem_sums" : "span_lean_registers", wide, 2 * wide.sliding_window + 3, 9,
+                       names, off, on, gcu_dmv_span_lean_count, 4L * wide.n_layers);
+    }
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -778,6 +797,7 @@ int main(void) {
     RUN(tail_split);
     RUN(span_loop);
     RUN(span_even_bits);
+    RUN(span_lean_bits);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

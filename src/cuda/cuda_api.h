@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_BLOCKS_*,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_BLOCKS_*, GLIM_CUDA_SPAN_LEAN,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -182,6 +182,10 @@ typedef struct gcu_options {
                            sweep of how many SMs a product needs to hold the memory's pace, the
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
                            _DOWN; 0, written in session 24, not yet run) */
+    int span_lean;  /* the span-major matvec on its instance without the split tail compiled in,
+                       where the call has none (the same bits; 6536 -> 5856 SASS instructions
+                       and 127 -> 119 registers for the default instance). GLIM_CUDA_SPAN_LEAN, 0
+                       (written in session 24, not yet run) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -285,6 +289,8 @@ long gcu_dmv_span_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_SPAN_BLOCKS_*). */
 long gcu_dmv_even_count(void);
+/* Of those, the launches on the instance without the split tail (GLIM_CUDA_SPAN_LEAN). */
+long gcu_dmv_span_lean_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
 int gcu_sm_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */

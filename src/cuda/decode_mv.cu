@@ -249,9 +249,10 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 12; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place */
-        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, k >> 2 == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         k >> 2 == 2);
+    for (int k = 0; k < 24; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place x lean */
+        const int place = (k >> 2) % 3;
+        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
+                                         place == 2, k >= 12);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -444,7 +445,8 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
+    const int lean = c->span_lean && !c->tail_part; /* GLIM_CUDA_SPAN_LEAN: no split tail compiled in */
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, lean) : NULL;
     /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
     if (c->tail_part && !c->span_acc && per_warp > SPAN_RB_SMALL) return 0;
     const int srows = 2 + (c->span_acc ? per_warp : 0);
@@ -462,6 +464,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->span_rows = H;
     d->bblocks = nb;
     d->span_warps = nw;
+    d->span_lean = lean && (c->span_acc || per_warp <= SPAN_RB_SMALL); /* (the 20-row kernel has no tail either way) */
     d->tslots = S;
     d->tchunk = 2;
     d->tring_off = (int)base;
@@ -600,6 +603,8 @@ extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
 static long even_count; /* of those, on fewer blocks by span_even or span_blocks (gcu_dmv_even_count) */
+static long span_lean_count; /* of those, on the instance without the split tail (gcu_dmv_span_lean_count) */
+extern "C" long gcu_dmv_span_lean_count(void) { return span_lean_count; }
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
@@ -619,6 +624,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps) span_count++;
     int most = gcu_sm_count() < c->m->nrb ? gcu_sm_count() : c->m->nrb;
     if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
+    if (s == GLIM_OK && d.span_warps && d.span_lean) span_lean_count++;
     if (s == GLIM_OK && d.span_warps && (c->span_even || c->span_blocks > 0) && blocks < most)
         even_count++;
     return s;
@@ -759,6 +765,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
     c->span_blocks = 0;
+    c->span_lean = 0;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

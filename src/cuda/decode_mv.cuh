@@ -85,6 +85,7 @@ struct DmvArgs {
     int span_warps;
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
+    int span_lean;    /* host's note: the launch is on a LEAN instance (gcu_dmv_span_lean_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
@@ -343,7 +344,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int lean);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

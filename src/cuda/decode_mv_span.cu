@@ -153,8 +153,10 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * rows 2.. of its d.span_srows). */
-template <int PPS, bool SBF32, int RB>
+ * rows 2.. of its d.span_srows). LEAN: the split tail not compiled in (GLIM_CUDA_SPAN_LEAN, for
+ * calls without one): the same chunks, sums and merge, less code (the default instance 6536 ->
+ * 5856 SASS instructions, 127 -> 119 registers), as k_dmv_tma's lean kernel. */
+template <int PPS, bool SBF32, int RB, bool LEAN>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -166,7 +168,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     /* a split tail's piece rows (TAILS): compiled in where the sums are few or in shared memory,
      * the producers that have one being o_proj and down (3 or 4 row blocks per block); in the
      * 20 registers' kernel (gate/up, qkvg) its state spilled ~200 bytes */
-    constexpr bool TAILS = RB != SPAN_RB_MAX;
+    constexpr bool TAILS = RB != SPAN_RB_MAX && !LEAN;
     const SpanWork w = span_work(d, warp, TAILS); /* warps past NW own no spans: they only norm and merge */
     const int nwr = w.nw; /* the warp's whole row blocks: <= RB (the host's choice) */
     const int npair = (w.sB - w.sA + 1) / 2, nitem = nwr + (TAILS ? 2 : 0);
@@ -363,21 +365,22 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     dmv_block_end(d, tl_t);
 }
 
-template <int RB>
+template <int RB, bool LEAN>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB>;
-    case 5: return (const void *)k_dmv_span<2, true, RB>;
-    case 8: return (const void *)k_dmv_span<4, false, RB>;
-    case 9: return (const void *)k_dmv_span<4, true, RB>;
+    case 4: return (const void *)k_dmv_span<2, false, RB, LEAN>;
+    case 5: return (const void *)k_dmv_span<2, true, RB, LEAN>;
+    case 8: return (const void *)k_dmv_span<4, false, RB, LEAN>;
+    case 9: return (const void *)k_dmv_span<4, true, RB, LEAN>;
     }
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums) {
-    if (smem_sums) return span_pick<0>(pps, sbf32);
-    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL>(pps, sbf32);
-    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX>(pps, sbf32);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int lean) {
+    if (smem_sums) return lean ? span_pick<0, true>(pps, sbf32) : span_pick<0, false>(pps, sbf32);
+    if (rb_max <= SPAN_RB_SMALL)
+        return lean ? span_pick<SPAN_RB_SMALL, true>(pps, sbf32) : span_pick<SPAN_RB_SMALL, false>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, false>(pps, sbf32); /* (no tail compiled in) */
     return NULL;
 }
 

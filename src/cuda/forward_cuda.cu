@@ -117,6 +117,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * (3 processes each; +1.9, +2.1, +2.7 % in the others), +1.1 % at 4k and 32k; down's 416
      * row blocks on 104 blocks of 4 leave 28 SMs on which the next qkvg starts ~27 us early */
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 15);
+    o.span_lean = env_int("GLIM_CUDA_SPAN_LEAN", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -697,6 +698,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_acc = g->opt.span_acc;
     c.span_rows = g->opt.span_rows;
     c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
+    c.span_lean = g->opt.span_lean;
     const int pb = dmv_product_bit(kind); /* 1, 2, 4, 8: span_blocks' index 0..3 */
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[pb == 8 ? 3 : pb >> 1] : 0;
     c.cluster_rows = g->opt.cluster_rows;

@@ -239,8 +239,9 @@ typedef struct gcu_dmv_call {
      * largest share of row blocks (down's 416 on 132 SMs: 104 blocks of 4 instead of 20 of 4 and
      * 112 of 3), so that no block ends early and the SMs left free take the next kernel's blocks
      * (launched under PDL) at once; span_blocks: at most this many blocks (0: one per SM),
-     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares) */
-    int span, span_warps, span_acc, span_rows, span_even, span_blocks;
+     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares); span_lean: the
+     * kernel instance without the split tail compiled in, where the call has none */
+    int span, span_warps, span_acc, span_rows, span_even, span_blocks, span_lean;
 } gcu_dmv_call;
 /* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
  * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
