@@ -331,7 +331,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     gcu_options base = gcu_options_default();
     struct { const char *name; gcu_options o; } v[56];
     int nv = 0;
-    v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block, the leftover row blocks on the first blocks; the head on k_dmv_tma's 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores, graph, PDL, o_proj launched early)", v[nv++].o = base;
+    v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block on the fewest blocks with the same largest share; the head on k_dmv_tma's lean kernel, 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores in its lean instance, graph, PDL, o_proj launched after attention's q preparation)", v[nv++].o = base;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.fence_sc = 1;
     v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
     v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
