@@ -20,10 +20,11 @@
  * at its end, and the block adds the span groups' sums in order (deterministic) through shared
  * memory.
  *
- * Uneven shares (down's and o_proj's 416 row blocks on 132 SMs: 3 or 4 a block) cost nothing
- * measurable: session 23 gave clusters of 2 blocks the row blocks together (GLIM_CUDA_SPAN_PAIR,
- * removed in session 24), which evened the block ends and left the step as it was, because the
- * SMs the short blocks free start the next kernel's rings.
+ * The grid (the host's plan, GLIM_CUDA_SPAN_EVEN, default): the fewest blocks with the same
+ * largest share of row blocks (down's and o_proj's 416 on 132 SMs: 104 blocks of 4, not 20 of 4
+ * and 112 of 3), so the blocks end together and the SMs left free take the next kernel's blocks
+ * under PDL at once (+2 % at ctx 0, session 24). Evening the shares on every SM instead
+ * (session 23's clusters of 2 blocks owning row blocks together, removed) gained nothing.
  *
  * A warp's stream: per pair of spans, per row block, one chunk of the two units (rb, s) and
  * (rb, s + 1), contiguous in the matrix, one bulk copy into the next slot of its ring (a
