@@ -434,6 +434,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
+    const int most = nb < m->nrb ? nb : m->nrb; /* a block per SM or per row block */
     if (c->span_blocks > 0 && nb > c->span_blocks) nb = c->span_blocks;
     int no = nb; /* owners */
     if (no > m->nrb) no = m->nrb;
@@ -464,7 +465,9 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->span_rows = H;
     d->bblocks = nb;
     d->span_warps = nw;
-    d->span_lean = lean && (c->span_acc || per_warp <= SPAN_RB_SMALL); /* (the 20-row kernel has no tail either way) */
+    /* host's notes for the launch counts: a lean instance (the 20-row kernel has none), fewer blocks */
+    d->span_lean = lean && k != dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 0);
+    d->span_fewer = no < most;
     d->tslots = S;
     d->tchunk = 2;
     d->tring_off = (int)base;
@@ -622,11 +625,8 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.tail_part) tail_count++;
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
-    int most = gcu_sm_count() < c->m->nrb ? gcu_sm_count() : c->m->nrb;
-    if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
     if (s == GLIM_OK && d.span_warps && d.span_lean) span_lean_count++;
-    if (s == GLIM_OK && d.span_warps && (c->span_even || c->span_blocks > 0) && blocks < most)
-        even_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     return s;
 }
 

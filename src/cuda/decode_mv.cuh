@@ -86,6 +86,7 @@ struct DmvArgs {
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
     int span_lean;    /* host's note: the launch is on a LEAN instance (gcu_dmv_span_lean_count) */
+    int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 

@@ -699,8 +699,8 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_rows = g->opt.span_rows;
     c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
     c.span_lean = g->opt.span_lean;
-    const int pb = dmv_product_bit(kind); /* 1, 2, 4, 8: span_blocks' index 0..3 */
-    c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[pb == 8 ? 3 : pb >> 1] : 0;
+    const int pb = dmv_product_bit(kind); /* qkvg 1, o_proj 2, gate/up 4, down 8: span_blocks[0..3] */
+    c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;

@@ -384,7 +384,6 @@ cudaError_t gcu_launch_cluster(const void *fn, dim3 grid, dim3 block, size_t sme
  * blocks) can be resident on the GPU at once (0 if none or on an error). */
 int gcu_resident(const void *fn, int block, size_t smem, int cluster);
 glim_status gcu_check(cudaError_t e, const char *what, glim_error *err);
-int gcu_sm_count(void);
 #ifdef __cplusplus
 }
 #endif
