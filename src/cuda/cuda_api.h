@@ -181,11 +181,12 @@ typedef struct gcu_options {
                            many blocks (0: one per SM), span_even then choosing within them: a
                            sweep of how many SMs a product needs to hold the memory's pace, the
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
-                           _DOWN; 0, written in session 24, not yet run) */
+                           _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or 70
+                       blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
     int span_lean;  /* the span-major matvec on its instance without the split tail compiled in,
                        where the call has none (the same bits; 6536 -> 5856 SASS instructions
-                       and 127 -> 119 registers for the default instance). GLIM_CUDA_SPAN_LEAN, 0
-                       (written in session 24, not yet run) */
+                       and 127 -> 119 registers for the default instance). GLIM_CUDA_SPAN_LEAN, 1
+                       (session 25: +2.7 % at ctx 0 on an H100) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
