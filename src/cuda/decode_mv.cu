@@ -420,8 +420,8 @@ static int dmv_span_groups(int nspan, int want, int W) {
  * plan succeeded (decode_mv_span.cu): a block per SM or per row block (with span_even the fewest
  * blocks with the same largest share), each owning whole row blocks. 0 (d untouched) when the
  * kernel cannot take the call. Shared memory: k_dmv_tma's staging area (NORM/RESID's row), the
- * warps' rings, their sums (a float2 per lane and row: 2 unused rows, the removed split tail's,
- * then with span_acc the row blocks'), their staging scratch. */
+ * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
+ * scratch. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
         return 0;
@@ -442,7 +442,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
     const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
-    const int srows = 2 + (c->span_acc ? per_warp : 0);
+    const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */

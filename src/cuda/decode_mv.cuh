@@ -72,9 +72,9 @@ struct DmvArgs {
      * (the ring is fed as usual). */
     int diag_ring;
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (span groups x row groups; the others
-     * only norm and merge); 0 on the other kernels. Its sums in shared memory (2 unused rows,
-     * then with GLIM_CUDA_SPAN_ACC the row blocks'): their byte offset in dynamic shared memory,
-     * and their rows per warp (span_srows float2 x 32 lanes each) */
+     * only norm and merge); 0 on the other kernels. Its row blocks' sums in shared memory
+     * (GLIM_CUDA_SPAN_ACC): their byte offset in dynamic shared memory, and their rows per warp
+     * (span_srows float2 x 32 lanes each; 0 with the sums in registers) */
     int span_warps;
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */

@@ -115,8 +115,7 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * rows 2.. of its d.span_srows: rows 0 and 1 held the removed split tail's pieces, left in place
- * so that the shared-memory layout stays the one measured). */
+ * the d.span_srows rows of its own). */
 template <int PPS, bool SBF32, int RB>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -203,7 +202,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
     float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_srows * 32 + lane;
     if (RB == 0 && warp < NW)
-        for (int r = 0; r < nwr; r++) sacc[(2 + r) * 32] = make_float2(0.0f, 0.0f);
+        for (int r = 0; r < nwr; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
     uint4 b01[2], b23[2];
@@ -260,7 +259,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
                 chunk(acc[r], false, two);
             }
         } else {
-            for (int r = 0; r < nwr; r++) chunk_smem(2 + r, false, two);
+            for (int r = 0; r < nwr; r++) chunk_smem(r, false, two);
         }
         __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
@@ -275,7 +274,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
                 span_put(mine, r, acc[r][0], acc[r][1], lane);
             }
         } else {
-            for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[(2 + r) * 32].x, sacc[(2 + r) * 32].y, lane);
+            for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[r * 32].x, sacc[r * 32].y, lane);
         }
     }
     __syncthreads();
