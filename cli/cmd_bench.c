@@ -365,18 +365,15 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the same with their staging shared by the cluster (GLIM_CUDA_CLUSTER_PRODUCTS=11)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.cluster_products = 11;
     v[nv].name = "every boundary of a layer (qkvg -> attention -> o_proj -> gate/up -> down -> next qkvg) released by counters in global memory, not the PDL wait (GLIM_CUDA_FLAG_WAIT=1)", v[nv].o = base, v[nv++].o.flag_wait = 1;
     v[nv].name = "the consumer norm's scale on the staged row, not on the row sums after the loop (GLIM_CUDA_LATE_NORM=0, session 17's default)", v[nv].o = base, v[nv++].o.late_norm = 0;
-    v[nv].name = "k_dmv_tma with o_proj's and down's leftover row blocks cut along the input over every block, the consumer adding their sums (GLIM_CUDA_SPAN=0 GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.tail_split = 10;
     v[nv].name = "k_dmv_tma's loop loads each unit's registers while the one before it computes, in the lean kernel (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 1;
-    v[nv].name = "k_dmv_tma with the split tail compiled in, as before session 24 (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=0)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 0;
+    v[nv].name = "k_dmv_tma's general kernel, the stream-K row ends and ring diagnostics compiled in (GLIM_CUDA_SPAN=0 GLIM_CUDA_UNIT_AHEAD=0)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.unit_ahead = 0;
     v[nv].name = "decode attention rehearses its q preparation and first tile before the PDL wait, writing only shared memory (GLIM_CUDA_ATT_WARM=1)", v[nv].o = base, v[nv++].o.att_warm = 1;
     v[nv].name = "decode attention on its kernel instance with the rehearsal and the diagnostic second pass compiled in, off (GLIM_CUDA_ATT_LEAN=0: the default before session 24)", v[nv].o = base, v[nv++].o.att_lean = 0;
     v[nv].name = "the decode matvecs on k_dmv_tma, not span-major (GLIM_CUDA_SPAN=0: the default before session 22)", v[nv].o = base, v[nv++].o.span = 0;
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
-    v[nv].name = "span-major with o_proj's and down's leftover row blocks cut along the input over every block (GLIM_CUDA_TAIL_SPLIT=10)", v[nv].o = base, v[nv++].o.tail_split = 10;
     v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
     v[nv].name = "span-major on a block per SM (or per row block), the shares of row blocks uneven (GLIM_CUDA_SPAN_EVEN=0: the default before session 24)", v[nv].o = base, v[nv++].o.span_even = 0;
     v[nv].name = "span-major down on at most 84 blocks (5 row blocks each), 48 SMs free for the next qkvg (GLIM_CUDA_SPAN_BLOCKS_DOWN=84)", v[nv].o = base, v[nv++].o.span_blocks[3] = 84;
-    v[nv].name = "span-major on its kernel instance without the split tail compiled in (GLIM_CUDA_SPAN_LEAN=1: 10 % fewer instructions, 8 fewer registers)", v[nv].o = base, v[nv++].o.span_lean = 1;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;

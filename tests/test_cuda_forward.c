@@ -434,17 +434,15 @@ static void switch_bits_of(const char *name, glim_synth_spec spec, int P, int nv
  * kernel does with whole row blocks per block, so every decoded token's logits must be equal to
  * the separate kernels' bit for bit when those own their row blocks per block too
  * (GLIM_CUDA_CLUSTER_ROWS=0: by default down's are owned by clusters of 2, a different split of
- * its sums) and keep their whole row blocks (GLIM_CUDA_TAIL_SPLIT=0, which gpu_check.sh may set:
- * the chain has no split tail) on k_dmv_tma (GLIM_CUDA_SPAN=0: the default span kernel sums in
- * another order); and the chain must really have run (its launch count). The chain needs the
- * integer path on the shared-memory ring with whole row blocks, so the test sets those too. */
+ * its sums) on k_dmv_tma (GLIM_CUDA_SPAN=0: the default span kernel sums in another order); and
+ * the chain must really have run (its launch count). The chain needs the integer path on the
+ * shared-memory ring with whole row blocks, so the test sets those too. */
 static void chain_bits_of(const char *name, glim_synth_spec spec) {
     static const char *const names[] = {"GLIM_CUDA_CHAIN", "GLIM_CUDA_CLUSTER_ROWS", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
-                                        "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_SPAN"};
-    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1", "0", "0"};
-    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1", "0", "0"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 9, names, off, on, gcu_dmv_chain_count, spec.n_layers);
+                                        "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_FAST", "GLIM_CUDA_SPAN"};
+    static const char *const off[] = {"0", "0", "1", "1", "31", "0", "1", "0"};
+    static const char *const on[] = {"1", "0", "1", "1", "31", "0", "1", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_chain_count, spec.n_layers);
 }
 
 /* The flag release (GLIM_CUDA_FLAG_WAIT=1: qkvg -> attention -> o_proj -> gate/up -> down ->
@@ -464,18 +462,17 @@ static void flag_bits_of(const char *name, glim_synth_spec spec) {
 
 /* The lean kernels (GLIM_CUDA_UNIT_AHEAD=1: each decode matvec's loop loads the next unit's
  * registers while this one computes; =2: the same lean kernel, block-owned row blocks only,
- * without that) change only when a unit's bytes reach the registers, never the arithmetic or its
- * order: every decoded token's logits equal the default kernel's bit for bit, and the lean
- * kernel really ran (its launch count: every matvec of a layer, so at least n_layers). They
- * serve the integer path on k_dmv_tma with block rows and no split tail, which the test pins
- * (GLIM_CUDA_SPAN=0: the span kernel would take the calls). */
+ * without that) change only when a unit's bytes reach the registers and which paths are compiled
+ * in, never the arithmetic or its order: every decoded token's logits equal the general kernel's
+ * (=0) bit for bit, and the lean kernel really ran (its launch count: every matvec of a layer,
+ * so at least n_layers). They serve the integer path on k_dmv_tma with block rows, which the
+ * test pins (GLIM_CUDA_SPAN=0: the span kernel would take the calls). */
 static void lean_bits_of(const char *name, glim_synth_spec spec, const char *value) {
     static const char *const names[] = {"GLIM_CUDA_UNIT_AHEAD", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_DYN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_TAIL_SPLIT",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_SPAN"};
-    static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0", "0"};
-    const char *on[] = {value, "1", "1", "1", "0", "31", "0", "0", "0"};
-    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 9, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
+                                        "GLIM_CUDA_DYN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_CHAIN", "GLIM_CUDA_SPAN"};
+    static const char *const off[] = {"0", "1", "1", "1", "0", "31", "0", "0"};
+    const char *on[] = {value, "1", "1", "1", "0", "31", "0", "0"};
+    switch_bits_of(name, spec, 2 * spec.sliding_window + 3, 8, names, off, on, gcu_dmv_ahead_count, spec.n_layers);
 }
 
 /* Decode attention's extra passes must leave every output as it was: GLIM_CUDA_DIAG_ATT_TWICE=1
@@ -548,25 +545,6 @@ static void span_even_bits(void) {
                    wide.n_layers);
 }
 
-/* GLIM_CUDA_SPAN_LEAN=1 (the span kernel's instance without the split tail compiled in, for calls
- * that have none) computes the same chunks, sums and merge: every decoded token's logits equal
- * the full instance's bit for bit, on the sums in shared memory (the default) and in registers,
- * and the lean instance really ran (its launch count: the four products of every layer). */
-static void span_lean_bits(void) {
-    NEED_GPU();
-    const glim_synth_spec wide = switch_spec(1, 43);
-    for (int acc = 0; acc < 2; acc++) {
-        static const char *const names[] = {"GLIM_CUDA_SPAN_LEAN", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
-                                            "GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
-                                            "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
-        const char *a = acc ? "1" : "0";
-        const char *off[] = {"0", "15", a, "0", "1", "1", "1", "0", "0"};
-        const char *on[] = {"1", "15", a, "0", "1", "1", "1", "0", "0"};
-        switch_bits_of(acc ? "span_lean_smem_sums" : "span_lean_registers", wide, 2 * wide.sliding_window + 3, 9,
-                       names, off, on, gcu_dmv_span_lean_count, 4L * wide.n_layers);
-    }
-}
-
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -605,35 +583,6 @@ static void ahead_bits(void) {
     lean_bits_of("lean_wide", switch_spec(1, 19), "2");
 }
 
-/* The split tail (GLIM_CUDA_TAIL_SPLIT=10: o_proj's and down's row blocks past the blocks' last
- * whole share are cut along the input over every block, and the consumer's RESID prologue adds
- * their sums; decode_mv_tma.cuh: TmaTail) sums the same products in another order, so it is
- * checked against the CPU oracle at the fp32-KV tolerance (random_vs_cpu), on a model whose two
- * products both have row blocks left over: hidden 576 (36 row blocks), o_proj 768 wide (6
- * spans) on 14 blocks, down 1408 wide in clusters of 2 (13 owners); and the path must have run
- * for both in every layer of a captured token (its launch count). On k_dmv_tma
- * (GLIM_CUDA_SPAN=0: the span kernel's blocks own this model's row blocks whole; its split tail
- * is span_loop's). */
-static void tail_split(void) {
-    NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_TAIL_SPLIT", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_BLOCK_ROWS", "GLIM_CUDA_DYN", "GLIM_CUDA_SPAN"};
-    static const char *const on[] = {"10", "1", "1", "1", "0", "31", "0", "0"};
-    env_saved env;
-    env_save(&env, names, (int)(sizeof names / sizeof names[0]));
-    env_set(&env, on);
-    glim_synth_spec s = switch_spec(1, 17);
-    s.hidden_size = 576;
-    s.n_heads = 12;
-    const long before = gcu_dmv_tail_count();
-    random_vs_cpu("tail_split", s);
-    const long ran = gcu_dmv_tail_count() - before;
-    env_restore(&env);
-    printf("  info: tail_split: %ld launches with a split tail\n", ran);
-    CHECK(ran >= 2 * s.n_layers, "tail_split: %ld launches with a split tail, at least %d expected (o_proj "
-          "and down of each layer)", ran, 2 * s.n_layers);
-}
-
 /* The span-major decode matvec (GLIM_CUDA_SPAN=15: qkvg, o_proj, gate/up and down on
  * decode_mv_span.cu, each warp owning whole spans of its block's row blocks) sums the same
  * products in another order, so it is checked against the CPU oracle at the fp32-KV tolerance
@@ -642,66 +591,53 @@ static void tail_split(void) {
  * model, as the graph's capture enqueues a token once). Models: the wide switch model (o_proj
  * and qkvg 4 spans wide, down 11, gate/up 2 row blocks per block); one whose 576-wide hidden
  * size ends in half a span; the first with the sums in shared memory (GLIM_CUDA_SPAN_ACC=1)
- * and with its warps as span groups x 4 row groups (GLIM_CUDA_SPAN_ROWS=4); and, with the split
- * tail (GLIM_CUDA_TAIL_SPLIT=10; with 1 and 2 row groups), a 2688-wide one whose o_proj and down
- * have more row blocks (168) than an H100 or H200 has SMs (132: 36 left over, each cut between
- * at most 5 blocks, within the 8 slots a consumer adds), so that their leftover row blocks are
- * cut over every block (the tail's launch count: o_proj and down of each layer), and whose
- * consumers (gate/up, the next qkvg) add the pieces in their prologue. Then the 2688-wide and
- * the wide models with all four products on the fewest blocks with the same largest share
- * (GLIM_CUDA_SPAN_EVEN=15, the sums in shared memory; with 2 row groups for the wide one):
- * o_proj's and down's 168 row blocks on 84 blocks of 2, gate/up's 176 on 88, where the GPU has
- * more SMs than that (then their count of smaller grids: at least one product per layer). The
- * path it needs is pinned: the integer path on the shared-memory ring, no chain, down staging
- * its own input. */
+ * and with its warps as span groups x 4 row groups (GLIM_CUDA_SPAN_ROWS=4). Then a 2688-wide
+ * model (o_proj and down: 168 row blocks) and the wide one with all four products on the fewest
+ * blocks with the same largest share (GLIM_CUDA_SPAN_EVEN=15, the sums in shared memory; with 2
+ * row groups for the wide one): o_proj's and down's 168 row blocks on 84 blocks of 2, gate/up's
+ * 176 on 88, where the GPU has more SMs than that (then their count of smaller grids: at least
+ * one product per layer). The path it needs is pinned: the integer path on the shared-memory
+ * ring, no chain, down staging its own input. */
 static void span_loop(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_TAIL_SPLIT",
-                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_STAGE_I8", "GLIM_CUDA_SPAN_ROWS",
-                                        "GLIM_CUDA_SPAN_EVEN"};
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_SPAN_ACC",
+                                        "GLIM_CUDA_STAGE_I8", "GLIM_CUDA_SPAN_ROWS", "GLIM_CUDA_SPAN_EVEN"};
     /* GLIM_TEST_SPAN: another mask of products for a bisection (default all four) */
     const char *mask = getenv("GLIM_TEST_SPAN");
-    const char *on[] = {mask && *mask ? mask : "15", "1", "1", "1", "0", "0", "0", "0", "0", "1", "0"};
+    const char *on[] = {mask && *mask ? mask : "15", "1", "1", "1", "0", "0", "0", "0", "1", "0"};
     env_saved env;
     env_save(&env, names, (int)(sizeof names / sizeof names[0]));
-    glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31), tail = switch_spec(1, 37);
+    glim_synth_spec wide = switch_spec(1, 29), half = switch_spec(1, 31), w2688 = switch_spec(1, 37);
     half.hidden_size = 576;
     half.n_heads = 12;
-    tail.hidden_size = 2688;
-    tail.n_heads = 24; /* o_proj 1536 wide: 12 spans */
+    w2688.hidden_size = 2688;
+    w2688.n_heads = 24; /* o_proj 1536 wide: 12 spans */
     const struct {
         const char *label;
         const glim_synth_spec *spec;
-        const char *acc, *tail, *rows, *even;
-    } cases[8] = {{"span_wide", &wide, "0", "0", "1", "0"},
-                  {"span_half", &half, "0", "0", "1", "0"},
-                  {"span_wide_smem_sums", &wide, "1", "0", "1", "0"},
-                  {"span_wide_4_row_groups", &wide, "0", "0", "4", "0"},
-                  {"span_tail_split", &tail, "0", "10", "1", "0"},
-                  {"span_tail_split_2_row_groups", &tail, "0", "10", "2", "0"},
-                  {"span_2688_even", &tail, "1", "0", "1", "15"},
-                  {"span_wide_even_2_row_groups", &wide, "1", "0", "2", "15"}};
-    for (int k = 0; k < 8; k++) {
+        const char *acc, *rows, *even;
+    } cases[6] = {{"span_wide", &wide, "0", "1", "0"},
+                  {"span_half", &half, "0", "1", "0"},
+                  {"span_wide_smem_sums", &wide, "1", "1", "0"},
+                  {"span_wide_4_row_groups", &wide, "0", "4", "0"},
+                  {"span_2688_even", &w2688, "1", "1", "15"},
+                  {"span_wide_even_2_row_groups", &wide, "1", "2", "15"}};
+    for (int k = 0; k < 6; k++) {
         env_set(&env, on);
         setenv("GLIM_CUDA_SPAN_ACC", cases[k].acc, 1);
-        setenv("GLIM_CUDA_TAIL_SPLIT", cases[k].tail, 1);
         setenv("GLIM_CUDA_SPAN_ROWS", cases[k].rows, 1);
         setenv("GLIM_CUDA_SPAN_EVEN", cases[k].even, 1);
-        const long before = gcu_dmv_span_count(), tails = gcu_dmv_tail_count(), evens = gcu_dmv_even_count();
+        const long before = gcu_dmv_span_count(), evens = gcu_dmv_even_count();
         random_vs_cpu(cases[k].label, *cases[k].spec);
-        const long ran = gcu_dmv_span_count() - before, split = gcu_dmv_tail_count() - tails;
-        const long evened = gcu_dmv_even_count() - evens;
+        const long ran = gcu_dmv_span_count() - before, evened = gcu_dmv_even_count() - evens;
         const int L = cases[k].spec->n_layers;
-        printf("  info: %s: %ld launches on the span-major kernel, %ld with a split tail, %ld on fewer blocks\n",
-               cases[k].label, ran, split, evened);
+        printf("  info: %s: %ld launches on the span-major kernel, %ld on fewer blocks\n", cases[k].label, ran,
+               evened);
         int per_layer = 0; /* the products of the mask (qkvg, o_proj, gate/up, down) */
         for (int bit = 0; bit < 4; bit++) per_layer += atoi(on[0]) >> bit & 1;
         CHECK(ran >= (long)per_layer * L, "%s: %ld launches on the span-major kernel, at least %d expected (its "
               "products in each layer)", cases[k].label, ran, per_layer * L);
-        if (strcmp(cases[k].tail, "0") != 0)
-            CHECK(split >= 2L * L, "%s: %ld launches with a split tail, at least %d expected (o_proj and down of "
-                  "each layer)", cases[k].label, split, 2 * L);
         if (strcmp(cases[k].even, "0") != 0 && gcu_sm_count() > 88)
             CHECK(evened >= (long)L, "%s: %ld launches on fewer blocks, at least %d expected (a product in each "
                   "layer)", cases[k].label, evened, L);
@@ -713,6 +649,26 @@ static void span_loop(void) {
  * so from 60 tokens a window-8 model goes back 33 tokens (41 with n_rewind 40) and no further;
  * a rewound session evaluating a different ending gives a fresh session's logits (fp32 KV, the
  * oracle's tolerance: the chunks differ, so the bits may). */
+/* GLIM_CUDA_SPAN_IN=3 (the default: the span kernel's instances with the input's source compiled
+ * in, raw for o_proj and down, the normed row for qkvg and gate/up) runs the same statements as
+ * the instance that decides at run time (SPAN_IN=0): every decoded token's logits equal bit for
+ * bit, on the sums in shared memory (the default) and in registers, and the fixed instances
+ * really ran (their launch count: the four products of every layer). */
+static void span_in_bits(void) {
+    NEED_GPU();
+    const glim_synth_spec wide = switch_spec(1, 43);
+    for (int acc = 0; acc < 2; acc++) {
+        static const char *const names[] = {"GLIM_CUDA_SPAN_IN", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
+                                            "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                            "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+        const char *a = acc ? "1" : "0";
+        const char *off[] = {"0", "15", a, "1", "1", "1", "0", "0"};
+        const char *on[] = {"3", "15", a, "1", "1", "1", "0", "0"};
+        switch_bits_of(acc ? "span_in_smem_sums" : "span_in_registers", wide, 2 * wide.sliding_window + 3, 8, names,
+                       off, on, gcu_dmv_span_in_count, 4L * wide.n_layers);
+    }
+}
+
 static void rewind_on_gpu(void) {
     NEED_GPU();
     glim_synth_spec spec = glim_synth_tiny();
@@ -794,10 +750,9 @@ int main(void) {
     RUN(flag_bits);
     RUN(ahead_bits);
     RUN(att_pass_bits);
-    RUN(tail_split);
     RUN(span_loop);
     RUN(span_even_bits);
-    RUN(span_lean_bits);
+    RUN(span_in_bits);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

@@ -36,8 +36,8 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
- * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_TAIL_SPLIT, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_BLOCKS_*, GLIM_CUDA_SPAN_LEAN,
+ * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_UNIT_AHEAD,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_BLOCKS_*, GLIM_CUDA_SPAN_IN,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -122,11 +122,6 @@ typedef struct gcu_options {
                        blocks, its warps merging split ones in shared memory, instead of
                        stream-K ranges over the grid merged through global memory
                        (GLIM_CUDA_BLOCK_ROWS, 31: all) */
-    int tail_split; /* with block_rows: the products in this mask (2 o_proj, 8 down: those whose
-                       consumer is a RESID prologue on the ring) cut the row blocks left over
-                       from an even share along the input over every block, the consumer's
-                       prologue adding their sums (decode_mv_tma.cuh: TmaTail), instead of
-                       giving them whole to the first blocks (GLIM_CUDA_TAIL_SPLIT, 0) */
     int front_rows; /* with block_rows: the row blocks left over from an even share go to the
                        first blocks, which the hardware starts first, on the SMs the previous
                        kernel leaves first (GLIM_CUDA_FRONT_ROWS, default 1; 0: spread evenly) */
@@ -150,18 +145,21 @@ typedef struct gcu_options {
                       (GLIM_CUDA_FENCE_SC=1) instead of the acquire-release fence they need (0) */
     int unit_ahead; /* 1: k_dmv_tma's loop loads each unit's registers while the one before it
                        computes, in a lean kernel (MLX 4-bit on the integer path, block-owned row
-                       blocks, no split tail; the same bits; only where the span kernel does not
-                       take the call, e.g. with GLIM_CUDA_SPAN=0); 2: the same lean kernel without
-                       the loads ahead (the control: what the freed registers alone do).
-                       GLIM_CUDA_UNIT_AHEAD, 2 (session 24: 135.8 against 128.0 tok/s for 0,
-                       the kernel with the split tail compiled in; 0: that kernel) */
+                       blocks, no ring diagnostic: the stream-K row ends and the diagnostics are
+                       compiled out; the same bits; only where the span kernel does not take the
+                       call, e.g. with GLIM_CUDA_SPAN=0); 2: the same lean kernel without the loads
+                       ahead; 0: the general kernel, every path compiled in. GLIM_CUDA_UNIT_AHEAD,
+                       2 (session 24: 135.8 against 128.0 tok/s for 0, whose kernel then had the
+                       refuted split tail compiled in, 72 bytes of stack; the tail was removed
+                       in session 25) */
     int span;       /* the products (mask: qkvg 1, o_proj 2, gate/up 4, down 8) whose decode
                        matvec runs span-major (decode_mv_span.cu: each warp owns whole spans of
                        the block's row blocks and stages them itself as it reaches them, so no
                        block waits for the whole row's staging; MLX 4-bit on the integer path,
                        other products on k_dmv_tma; other bits than k_dmv_tma's).
                        GLIM_CUDA_SPAN, default 15 (session 22: +11 % at ctx 0 on an H100 with
-                       span_acc; 0: k_dmv_tma for all) */
+                       span_acc; 0: k_dmv_tma for all; session 25: the refuted split tail, merely
+                       compiled in, had cost it 2.7 %, and was removed) */
     int span_warps; /* its span groups (GLIM_CUDA_SPAN_WARPS, 0: the kernel's choice; with one row
                        group, the warps that own spans) */
     int span_rows;  /* its warps as span groups x this many row groups, 1, 2, 4 or 8 (each warp its
@@ -183,10 +181,11 @@ typedef struct gcu_options {
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
                            _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or 70
                        blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
-    int span_lean;  /* the span-major matvec on its instance without the split tail compiled in,
-                       where the call has none (the same bits; 6536 -> 5856 SASS instructions
-                       and 127 -> 119 registers for the default instance). GLIM_CUDA_SPAN_LEAN, 1
-                       (session 25: +2.7 % at ctx 0 on an H100) */
+    int span_in;    /* the span-major matvec on the instance with its input's source compiled in
+                       (k_dmv_span's IN): 1 the raw-input products (o_proj, down), 2 the normed
+                       ones (qkvg, gate/up); else the instance that decides at run time
+                       (GLIM_CUDA_SPAN_IN, 3; session 25: the raw instance 100 registers and 4176
+                       SASS instructions against 114 and 5152) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -290,8 +289,8 @@ long gcu_dmv_span_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_SPAN_BLOCKS_*). */
 long gcu_dmv_even_count(void);
-/* Of those, the launches on the instance without the split tail (GLIM_CUDA_SPAN_LEAN). */
-long gcu_dmv_span_lean_count(void);
+/* Of those, the launches on an instance with the input's source compiled in (GLIM_CUDA_SPAN_IN). */
+long gcu_dmv_span_in_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
 int gcu_sm_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */
@@ -300,8 +299,6 @@ long gcu_attn_twice_count(void);
 long gcu_attn_warm_count(void);
 /* Attention launches enqueued on the instance without the extra passes (GLIM_CUDA_ATT_LEAN, tests). */
 long gcu_attn_lean_count(void);
-/* Decode matvec launches enqueued with a split tail (GLIM_CUDA_TAIL_SPLIT), for tests. */
-long gcu_dmv_tail_count(void);
 
 /* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
 

@@ -46,8 +46,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         if (i < c.n && lane == 0) {
             int u0, u1;
             long long bu0, bun;
-            TmaTail tl; /* none in a chain */
-            tma_warp_units(c.step[i], 1, warp, DMV_WARPS, wg, &u0, &u1, &bu0, &bun, &tl);
+            tma_warp_units(c.step[i], 1, warp, DMV_WARPS, wg, &u0, &u1, &bu0, &bun);
             cw[i][warp] = c.step[i].mv.w + (size_t)u0 * uw;
             cn[i][warp] = u1 - u0;
         }
@@ -89,8 +88,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
         int u0, u1;
         long long bu0, bun;
-        TmaTail tl;
-        tma_warp_units(d, 1, warp, DMV_WARPS, wg, &u0, &u1, &bu0, &bun, &tl);
+        tma_warp_units(d, 1, warp, DMV_WARPS, wg, &u0, &u1, &bu0, &bun);
         const DmvSmem m = tma_smem_at(d, dmv_smem);
         const bool rows = d.pro != GCU_PRO_RAW;
         float wa[TMA_JM], wo[TMA_JM];
@@ -110,14 +108,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_chain(const __grid_const
         if (i + 1 == c.n) gcu_pdl_trigger();
         if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
         float2 keep0, keep1;
-        tma_units<GCU_KIND_Q, PPS, SBF32, true>(d, m, r, u0, u1 - u0, bu0, bun, tl, DMV_WARPS, wg, keep0, keep1,
+        tma_units<GCU_KIND_Q, PPS, SBF32, true>(d, m, r, u0, u1 - u0, bu0, bun, DMV_WARPS, wg, keep0, keep1,
                                                 d.late_norm ? scratch : NULL, [&](int slot) {
                                                     if (lane == 0) {
                                                         gcu_fence_proxy_async();
                                                         request_next(slot);
                                                     }
                                                 });
-        tma_block_merge(d.mv, tl, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16,
+        tma_block_merge(d.mv, (const uint4 *)((const char *)dmv_smem + c.merge_off), 64 * (int)sizeof(float2) / 16,
                         bu0, bun, keep0, keep1, lane, warp, 1);
         if (i + 1 < c.n) gcu_grid_arrive(c.bar);
         gcu_tl_block_end(d.tl);

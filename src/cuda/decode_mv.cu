@@ -249,10 +249,11 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 24; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place x lean */
+    for (int k = 0; k < 36; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place x
+                                      * the input's instance (SPAN_IN_*) */
         const int place = (k >> 2) % 3;
         const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place == 2, k >= 12);
+                                         place == 2, k / 12);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -321,9 +322,6 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
     if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
     d->diag_ring = c->diag_ring;
-    d->tail_part = c->tail_part;
-    d->tail_P = c->tail_P;
-    d->tin = c->tin;
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
@@ -400,10 +398,9 @@ static int dmv_cluster_grid(const void *fn, size_t smem, int blocks, int want, i
 
 /* GLIM_CUDA_UNIT_AHEAD (c->unit_ahead 1: loads ahead, LEAN 2; 2: without, LEAN 1): the lean
  * k_dmv_tma for a call on the shared-memory ring planned into d, where one was compiled for it
- * (the integer path, block-owned row blocks, no split tail, no ring diagnostic); else NULL. */
+ * (the integer path, block-owned row blocks, no ring diagnostic); else NULL. */
 static const void *dmv_lean_kernel(const gcu_dmv_call *c, const DmvArgs *d) {
-    if ((c->unit_ahead != 1 && c->unit_ahead != 2) || !d->i8 || d->bblocks == 0 || c->tail_part || c->diag_ring)
-        return NULL;
+    if ((c->unit_ahead != 1 && c->unit_ahead != 2) || !d->i8 || d->bblocks == 0 || c->diag_ring) return NULL;
     return dmv_tma_kernel(c->m->f.kind, c->m->f.pps, c->m->sbf32, 1, 3 - c->unit_ahead);
 }
 
@@ -424,8 +421,14 @@ static int dmv_span_groups(int nspan, int want, int W) {
  * plan succeeded (decode_mv_span.cu): a block per SM or per row block (with span_even the fewest
  * blocks with the same largest share), each owning whole row blocks. 0 (d untouched) when the
  * kernel cannot take the call. Shared memory: k_dmv_tma's staging area (NORM/RESID's row), the
- * warps' rings, their sums (a float2 per lane and row: the split tail's 2 piece rows, then with
- * span_acc the row blocks'), their staging scratch. */
+ * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
+ * scratch. */
+/* The span kernel's input instance for the call (gcu_dmv_call.span_in's bits). */
+static int dmv_span_in(const gcu_dmv_call *c) {
+    if (c->pro == GCU_PRO_RAW) return c->span_in & 1 ? SPAN_IN_RAW : SPAN_IN_ANY;
+    return c->span_in & 2 ? SPAN_IN_ROWS : SPAN_IN_ANY;
+}
+
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
         return 0;
@@ -438,23 +441,19 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     if (c->span_blocks > 0 && nb > c->span_blocks) nb = c->span_blocks;
     int no = nb; /* owners */
     if (no > m->nrb) no = m->nrb;
-    if (c->span_even && !c->tail_part && no > 0) { /* the same largest share on the fewest owners
-                                                     * (a split tail's plan counts every SM) */
+    if (c->span_even && no > 0) { /* the same largest share on the fewest owners */
         const int share = (m->nrb + no - 1) / no;
         no = (m->nrb + share - 1) / share;
     }
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const int lean = c->span_lean && !c->tail_part; /* GLIM_CUDA_SPAN_LEAN: no split tail compiled in */
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, lean) : NULL;
-    /* a split tail: in the kernels whose sums are few or in shared memory (decode_mv_span.cu) */
-    if (c->tail_part && !c->span_acc && per_warp > SPAN_RB_SMALL) return 0;
-    const int srows = 2 + (c->span_acc ? per_warp : 0);
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, dmv_span_in(c)) : NULL;
+    const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
-    /* each warp's sums reach the merge through its ring: 8 float2 per row block and piece row */
-    if (!S || (size_t)(per_warp + 2) * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
+    /* each warp's sums reach the merge through its ring: 8 float2 per row block */
+    if (!S || (size_t)per_warp * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
     const size_t bytes = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
@@ -465,9 +464,8 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->span_rows = H;
     d->bblocks = nb;
     d->span_warps = nw;
-    /* host's notes for the launch counts: a lean instance (the 20-row kernel has none), fewer blocks */
-    d->span_lean = lean && k != dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 0);
-    d->span_fewer = no < most;
+    d->span_fewer = no < most; /* host's note for the launch count: fewer blocks */
+    d->span_fixed_in = dmv_span_in(c) != SPAN_IN_ANY;
     d->tslots = S;
     d->tchunk = 2;
     d->tring_off = (int)base;
@@ -525,60 +523,8 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->flag_arrive = c->flag_arrive;
     d->flag_wait = c->flag_wait;
     d->flag_need = (unsigned)c->flag_need;
-    /* GLIM_CUDA_TAIL_SPLIT: both sides live on the shared-memory ring only (TmaTail) */
-    if (c->tail_part && (!sm || d->bblocks == 0 || c->epi != GCU_EPI_STORE || c->diag_ring))
-        return glim_fail(err, GLIM_E_ARG, "decode matvec: a split tail needs a plain product on the "
-                         "shared-memory ring with whole row blocks per block (GLIM_CUDA_BLOCK_ROWS)");
-    if (c->tin.part && (!sm || c->pro == GCU_PRO_RAW || c->tin.row0 < 0 || c->tin.row0 > c->K))
-        return glim_fail(err, GLIM_E_ARG, "decode matvec: the sums of a split tail need a consumer "
-                         "on the shared-memory ring with a RESID or NORM prologue");
     *fn_out = fn;
     return GLIM_OK;
-}
-
-/* The split tail of a producer call (k_dmv_tma's TmaTail): its owners, and the most owners any
- * leftover row block is cut between (P, the slots per row block). 0 when the call has no
- * leftover row blocks (or fewer leftover units than owners), is not on the ring with whole row
- * blocks per block, or its slots would not fit part_floats or be more than its consumer adds
- * (GCU_TAIL_PMAX_ROWS). The index arithmetic was checked
- * by simulation for the 30B shapes and small cases (every unit read once, every row summed
- * once; bench/wip/tail_split_sim.py). */
-extern "C" int gcu_dmv_tail_plan(const gcu_dmv_call *c, float *part, size_t part_floats, gcu_tail *t) {
-    const void *fn;
-    DmvArgs d;
-    int blocks;
-    size_t smem;
-    glim_error err;
-    /* the plan of the call as it will run with its tail (the kernel, hence the owners: k_dmv_tma's
-     * blocks or clusters, or k_dmv_span's blocks where it takes a tail) */
-    gcu_dmv_call plain = *c;
-    plain.tail_part = part;
-    plain.tail_P = 1;
-    memset(t, 0, sizeof *t);
-    if (c->epi != GCU_EPI_STORE || c->diag_ring || !part ||
-        dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) != GLIM_OK || !smem || d.bblocks == 0)
-        return 0;
-    const int own = d.cluster_rows ? d.cluster : 1, no = (d.bblocks + own - 1) / own;
-    const int R = c->m->nrb, nspan = c->m->f.nspan, q = R / no, e = R - q * no;
-    const long long U = (long long)e * nspan;
-    /* fewer leftover units than owners would leave some owner of a row block's span without a
-     * unit of it, and its slot unwritten */
-    if (e == 0 || U < no) return 0;
-    int P = 1;
-    for (int r = 0; r < e; r++) {
-        /* owners of the row block's first and last unit (owner o: [U o / no, U (o+1) / no)) */
-        const long long x0 = (long long)r * nspan, x1 = x0 + nspan - 1;
-        const int of = (int)(((x0 + 1) * no - 1) / U), ol = (int)(((x1 + 1) * no - 1) / U);
-        if (ol - of + 1 > P) P = ol - of + 1;
-    }
-    if ((size_t)e * P * 16 > part_floats || P > GCU_TAIL_PMAX_ROWS) return 0;
-    t->part = part;
-    t->row0 = q * no * 16;
-    t->no = no;
-    t->nspan = nspan;
-    t->P = P;
-    t->U = U;
-    return 1;
 }
 
 extern "C" int gcu_dmv_blocks(const gcu_dmv_call *c) {
@@ -599,16 +545,14 @@ extern "C" int gcu_dmv_flags_ok(const gcu_dmv_call *c) {
 
 static long flag_count; /* launches enqueued with a flag wait (gcu_dmv_flag_count) */
 extern "C" long gcu_dmv_flag_count(void) { return flag_count; }
-static long tail_count; /* launches enqueued with a split tail (gcu_dmv_tail_count) */
-extern "C" long gcu_dmv_tail_count(void) { return tail_count; }
 static long ahead_count; /* launches enqueued on a lean kernel (gcu_dmv_ahead_count) */
 extern "C" long gcu_dmv_ahead_count(void) { return ahead_count; }
 static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_span_count) */
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
 static long even_count; /* of those, on fewer blocks by span_even or span_blocks (gcu_dmv_even_count) */
-static long span_lean_count; /* of those, on the instance without the split tail (gcu_dmv_span_lean_count) */
-extern "C" long gcu_dmv_span_lean_count(void) { return span_lean_count; }
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
+static long span_in_count; /* of those, on an instance with the input's source compiled in */
+extern "C" long gcu_dmv_span_in_count(void) { return span_in_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -622,11 +566,10 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
                                      args),
                   "decode matvec launch", err);
     if (s == GLIM_OK && d.flag_wait) flag_count++;
-    if (s == GLIM_OK && d.tail_part) tail_count++;
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_lean) span_lean_count++;
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_fixed_in) span_in_count++;
     return s;
 }
 
@@ -765,7 +708,7 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
     c->span_blocks = 0;
-    c->span_lean = 0;
+    c->span_in = 3; /* the decode's default instances (the forward test holds the others to them) */
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

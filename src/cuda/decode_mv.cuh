@@ -71,22 +71,16 @@ struct DmvArgs {
      * rows are read, normed or staged, and the loop computes on whatever shared memory holds
      * (the ring is fed as usual). */
     int diag_ring;
-    /* k_dmv_tma, GLIM_CUDA_TAIL_SPLIT (decode_mv_tma.cuh: TmaTail): the producer's leftover row
-     * blocks are cut along the input over all owners, their sums left in tail_part's slots
-     * ([row block][tail_P][16]; NULL: off), and its consumer's prologue (RESID/NORM on the
-     * ring) adds the slots of rows tin.row0.. in owner order (tin.part NULL: off) */
-    float *tail_part;
-    int tail_P;
-    gcu_tail tin;
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (span groups x row groups; the others
-     * only norm and merge); 0 on the other kernels. Its sums in shared memory (the split tail's two piece rows, then
-     * with GLIM_CUDA_SPAN_ACC the row blocks'): their byte offset in dynamic shared memory, and
-     * their rows per warp (span_srows float2 x 32 lanes each) */
+     * only norm and merge); 0 on the other kernels. Its row blocks' sums in shared memory
+     * (GLIM_CUDA_SPAN_ACC): their byte offset in dynamic shared memory, and their rows per warp
+     * (span_srows float2 x 32 lanes each; 0 with the sums in registers) */
     int span_warps;
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
-    int span_lean;    /* host's note: the launch is on a LEAN instance (gcu_dmv_span_lean_count) */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
+    int span_fixed_in; /* host's note: the instance has the input's source compiled in
+                          (SPAN_IN_RAW / SPAN_IN_ROWS; gcu_dmv_span_in_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
@@ -345,7 +339,9 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int lean);
+/* The span kernel's input instances (decode_mv_span.cu: k_dmv_span's IN) */
+enum { SPAN_IN_ANY = 0, SPAN_IN_RAW = 1, SPAN_IN_ROWS = 2 };
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int in);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

@@ -46,79 +46,40 @@
 static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
 
 /* A block's share and a warp's part of it. Whole row blocks [r0, r0 + nrb): the shares of
- * tma_warp_units with the block as owner; the warp's are r0 + h + i H
- * for i < nw, at its span group's part of the block's spans. With a split
- * tail (GLIM_CUDA_TAIL_SPLIT, TmaTail: the q = R / no whole row blocks of each of the no blocks,
- * then the leftover region's units cut over the blocks in row-block order) the block's piece of
- * that region, which touches at most two row blocks (the region has fewer row blocks than there
- * are blocks): piece row k is row block px[k] at spans [pa[k], pb[k]) (empty when pa >= pb),
- * computed by row group k % H. A warp's sums: whole row block i at its row i, piece row k at
- * row pbase + k (pbase = ceil(nrb / H), the same for every warp). */
+ * tma_warp_units with the block as owner; the warp's are r0 + h + i H for i < nw, at its span
+ * group's part of the block's spans. A warp's sums: row block r0 + h + i H at its row i. */
 struct SpanWork {
     int r0, nrb;
-    int h, H, nw, pbase;
-    int px[2], pa[2], pb[2];
-    int sA, sB;     /* the warp's spans */
-    TmaTail tail;   /* tail.part NULL: no split tail */
+    int h, H, nw;
+    int sA, sB; /* the warp's spans */
 };
 
-__device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp, bool tails) {
+__device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp) {
     const MvArgs &a = d.mv;
     const int no = d.bblocks, o = (int)blockIdx.x;
     const int ns = a.nspan, R = (int)(a.nunits / ns), q = R / no, e = R % no;
     SpanWork w;
-    w.r0 = w.nrb = w.nw = w.pbase = 0;
-    w.px[0] = w.px[1] = w.pa[0] = w.pa[1] = w.pb[0] = w.pb[1] = 0;
-    w.tail = TmaTail{0, 0, 0, 0, 0, 0x7fffffff, 0, 1, 0, NULL};
+    w.r0 = w.nrb = w.nw = 0;
     const int NW = d.span_warps, H = d.span_rows, G = NW / H, sg = warp / H;
     w.H = H;
     w.h = warp % H;
     w.sA = warp < NW ? ns * sg / G : 0;
     w.sB = warp < NW ? ns * (sg + 1) / G : 0;
     if (o >= no) return w;
-    if (tails && d.tail_part) {
-        const int U = e * ns, lo0 = (int)mv_muldiv(U, o, no), lo1 = (int)mv_muldiv(U, o + 1, no);
-        w.r0 = o * q;
-        w.nrb = q;
-        w.tail = TmaTail{0, 0, lo0, lo1, U, q * no, o, no, d.tail_P, d.tail_part};
-        const int x0 = lo0 / ns; /* the piece's first row block in the region */
-        w.px[0] = q * no + x0;
-        w.pa[0] = lo0 - x0 * ns;
-        w.pb[0] = min(ns, lo1 - x0 * ns);
-        w.px[1] = w.px[0] + 1;
-        w.pb[1] = lo1 - (x0 + 1) * ns; /* > 0: the piece runs into the next row block */
-    } else {
-        w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
-        w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
-    }
+    w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
+    w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
     w.nw = w.h < w.nrb ? (w.nrb - w.h + H - 1) / H : 0;
-    w.pbase = (w.nrb + H - 1) / H;
     return w;
 }
 
-/* The row group that computes piece row k (0 or 1) of a block with H row groups: the merge
- * reads the piece's sums from that group's warps. */
-__device__ __forceinline__ int span_piece_group(bool k, int H) { return k ? 1 % H : 0; }
-
-/* Chunk `item` of the warp's pair p of spans: items 0..nw-1 its whole row blocks at both spans
- * (one unit at a single last span), items nw and nw + 1 the piece rows (where its row group
- * computes them) at those of the pair's spans they hold. False: that item has no unit. *rb: its
- * row block, *sf: its first span, *n: its units (1 or 2, contiguous). The loop and the ring's
- * requests walk the same items. */
-__device__ __forceinline__ bool span_chunk(const SpanWork &w, int p, int item, int *rb, int *sf, int *n) {
-    const int s = w.sA + 2 * p, s2 = min(s + 2, w.sB);
-    if (item < w.nw) {
-        *rb = w.r0 + w.h + item * w.H;
-        *sf = s;
-        *n = s2 - s;
-        return true;
-    }
-    const bool k = item > w.nw; /* (selects: an array indexed at run time would live in local memory) */
-    const int lo = max(s, k ? w.pa[1] : w.pa[0]), hi = min(s2, k ? w.pb[1] : w.pb[0]);
-    *rb = k ? w.px[1] : w.px[0];
-    *sf = lo;
-    *n = hi - lo;
-    return lo < hi && span_piece_group(k, w.H) == w.h;
+/* Chunk `item` (< w.nw) of the warp's pair p of spans: its row block `item` at both spans (one
+ * unit at a single last span). *rb: its row block, *sf: its first span, *n: its units (1 or 2,
+ * contiguous). The loop and the ring's requests walk the same items. */
+__device__ __forceinline__ void span_chunk(const SpanWork &w, int p, int item, int *rb, int *sf, int *n) {
+    const int s = w.sA + 2 * p;
+    *rb = w.r0 + w.h + item * w.H;
+    *sf = s;
+    *n = min(s + 2, w.sB) - s;
 }
 
 /* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
@@ -154,10 +115,11 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * rows 2.. of its d.span_srows). LEAN: the split tail not compiled in (GLIM_CUDA_SPAN_LEAN, for
- * calls without one): the same chunks, sums and merge, less code (the default instance 6536 ->
- * 5856 SASS instructions, 127 -> 119 registers), as k_dmv_tma's lean kernel. */
-template <int PPS, bool SBF32, int RB, bool LEAN>
+ * the d.span_srows rows of its own). IN: where the input comes from, compiled in (GLIM_CUDA_SPAN_IN,
+ * the host's pick by d.pro): SPAN_IN_RAW the previous kernel's raw output in global memory (o_proj,
+ * down: no norm prologue), SPAN_IN_ROWS the normed row in shared memory, SPAN_IN_ANY either (d.pro
+ * at run time). The code a call does not run still costs its loop (sessions 24-25). */
+template <int PPS, bool SBF32, int RB, int IN>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -166,13 +128,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const MvArgs &a = d.mv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int NW = d.span_warps, S = d.tslots, uw = a.unit_u4, nspan = a.nspan;
-    /* a split tail's piece rows (TAILS): compiled in where the sums are few or in shared memory,
-     * the producers that have one being o_proj and down (3 or 4 row blocks per block); in the
-     * 20 registers' kernel (gate/up, qkvg) its state spilled ~200 bytes */
-    constexpr bool TAILS = RB != SPAN_RB_MAX && !LEAN;
-    const SpanWork w = span_work(d, warp, TAILS); /* warps past NW own no spans: they only norm and merge */
-    const int nwr = w.nw; /* the warp's whole row blocks: <= RB (the host's choice) */
-    const int npair = (w.sB - w.sA + 1) / 2, nitem = nwr + (TAILS ? 2 : 0);
+    const SpanWork w = span_work(d, warp); /* warps past NW own no spans: they only norm and merge */
+    const int nwr = w.nw; /* the warp's row blocks: <= RB (the host's choice) */
+    const int npair = (w.sB - w.sA + 1) / 2;
     const unsigned ub = (unsigned)uw * 16u;
     const size_t cstep = (size_t)SPAN_CHUNK * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
@@ -187,15 +145,12 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
      * pair), chunk c into slot c % S; the next request's pair and item run on as counters */
     int rq_pair = 0, rq_item = 0;
     auto request = [&](int slot) -> bool {
+        if (rq_pair >= npair || nwr == 0) return false;
         int rb, sf, n;
-        for (;;) {
-            if (rq_pair >= npair) return false;
-            const bool have = span_chunk(w, rq_pair, rq_item, &rb, &sf, &n);
-            if (++rq_item >= nitem) {
-                rq_item = 0;
-                rq_pair++;
-            }
-            if (have) break;
+        span_chunk(w, rq_pair, rq_item, &rb, &sf, &n);
+        if (++rq_item == nwr) {
+            rq_item = 0;
+            rq_pair++;
         }
         const unsigned bytes = (unsigned)n * ub;
         if (d.diag_ring == 4) { /* a timing diagnostic: no bytes, the phase completes on this arrival */
@@ -215,7 +170,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     __syncwarp();
 
     const DmvSmem m = tma_smem_at(d, dmv_smem);
-    const bool rows = d.pro != GCU_PRO_RAW;
+    const bool rows = IN == SPAN_IN_ANY ? d.pro != GCU_PRO_RAW : IN == SPAN_IN_ROWS;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
@@ -223,9 +178,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
-    /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (with a producer's split tail
-     * added in; one barrier at its end); RAW: nothing before the loop, each warp reads its own
-     * spans from global memory */
+    /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
+     * nothing before the loop, each warp reads its own spans from global memory */
     if (rows) tma_rows(d, m, scratch, wa, wo);
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
@@ -244,15 +198,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const float *row = rows ? m.row : NULL;
     /* the row blocks' sums: RB > 0 in registers (the loop over row blocks unrolled), RB == 0 in
      * shared memory (GLIM_CUDA_SPAN_ACC: no unrolling, the loop's code stays small), each lane
-     * its own float2 per row; the split tail's two piece rows always there (rows 0 and 1, the
-     * whole row blocks' from row 2: registers would spill) */
+     * its own float2 per row */
     constexpr int RBR = RB > 0 ? RB : 1;
     float acc[RBR][2];
 #pragma unroll
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
     float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_srows * 32 + lane;
-    if (warp < NW)
-        for (int r = 0; r < (RB == 0 ? nwr + 2 : 2); r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
+    if (RB == 0 && warp < NW)
+        for (int r = 0; r < nwr; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
     uint4 b01[2], b23[2];
@@ -309,17 +262,12 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
                 chunk(acc[r], false, two);
             }
         } else {
-            for (int r = 0; r < nwr; r++) chunk_smem(2 + r, false, two);
-        }
-        for (int k = 0; TAILS && k < 2; k++) { /* the split tail's piece rows, where the pair meets them */
-            int rb, sf, n;
-            if (span_chunk(w, p, nwr + k, &rb, &sf, &n)) chunk_smem(k, sf != s, n);
+            for (int r = 0; r < nwr; r++) chunk_smem(r, false, two);
         }
         __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
-    /* the warp's sums per row block, then the piece rows', into its own ring, whose copies have
-     * all landed and been read (every warp of a piece row's row group writes it: zeros where
-     * its spans met none of it) */
+    /* the warp's sums per row block into its own ring, whose copies have all landed and been
+     * read */
     float2 *mine = (float2 *)ring;
     if (warp < NW) {
         if constexpr (RB > 0) {
@@ -329,25 +277,21 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
                 span_put(mine, r, acc[r][0], acc[r][1], lane);
             }
         } else {
-            for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[(2 + r) * 32].x, sacc[(2 + r) * 32].y, lane);
+            for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[r * 32].x, sacc[r * 32].y, lane);
         }
-        for (int k = 0; TAILS && k < 2; k++) span_put(mine, w.pbase + k, sacc[k * 32].x, sacc[k * 32].y, lane);
     }
     __syncthreads();
-    /* the block's merge: row r (a whole row block, then the piece rows) by warp r % 16, the span
-     * groups' sums in order, then GLIM_CUDA_LATE_NORM's scale, then the epilogue (a piece row:
-     * its sums into the block's slot of the split tail) */
+    /* the block's merge: row block r0 + r by warp r % 16, the span groups' sums in order, then
+     * GLIM_CUDA_LATE_NORM's scale, then the epilogue */
     float osc = 1.0f;
     if (d.late_norm) osc = dmv_norm_inv(dmv_block_gather(scratch, 1), d.K, d.eps_out);
     const uint4 *ring0 = (const uint4 *)((const char *)dmv_smem + d.tring_off);
     /* (the block's share made again: kept live from the top, its registers spilled in the
      * 20-register kernel) */
-    const SpanWork wm = span_work(d, warp, TAILS);
+    const SpanWork wm = span_work(d, warp);
     const int H = d.span_rows, G = NW / H;
-    for (int r = warp; r < wm.nrb + (TAILS ? 2 : 0); r += DMV_WARPS) {
-        const bool piece = r >= wm.nrb, k = r > wm.nrb; /* k: piece row 1 (selects, see span_chunk) */
-        if (piece && (k ? wm.pa[1] >= wm.pb[1] : wm.pa[0] >= wm.pb[0])) continue; /* an empty piece row */
-        const int hg = piece ? span_piece_group(k, H) : r % H, i = piece ? wm.pbase + (k ? 1 : 0) : r / H;
+    for (int r = warp; r < wm.nrb; r += DMV_WARPS) {
+        const int hg = r % H, i = r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
         for (int sg = 0; sg < G; sg++) {
             const float2 x = ((const float2 *)(ring0 + (size_t)(sg * H + hg) * S * cstep))[i * 8 + g];
@@ -358,31 +302,38 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             vg[0] *= osc;
             vh[0] *= osc;
         }
-        if (!piece) mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
-        else tma_tail_put(a, wm.tail, k ? wm.px[1] : wm.px[0], lane, vg[0], vh[0]);
+        mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);
 }
 
-template <int RB, bool LEAN>
+template <int RB, int IN>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB, LEAN>;
-    case 5: return (const void *)k_dmv_span<2, true, RB, LEAN>;
-    case 8: return (const void *)k_dmv_span<4, false, RB, LEAN>;
-    case 9: return (const void *)k_dmv_span<4, true, RB, LEAN>;
+    case 4: return (const void *)k_dmv_span<2, false, RB, IN>;
+    case 5: return (const void *)k_dmv_span<2, true, RB, IN>;
+    case 8: return (const void *)k_dmv_span<4, false, RB, IN>;
+    case 9: return (const void *)k_dmv_span<4, true, RB, IN>;
     }
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int lean) {
-    if (smem_sums) return lean ? span_pick<0, true>(pps, sbf32) : span_pick<0, false>(pps, sbf32);
-    if (rb_max <= SPAN_RB_SMALL)
-        return lean ? span_pick<SPAN_RB_SMALL, true>(pps, sbf32) : span_pick<SPAN_RB_SMALL, false>(pps, sbf32);
-    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, false>(pps, sbf32); /* (no tail compiled in) */
+template <int IN>
+static const void *span_pick_sums(int pps, int sbf32, int rb_max, int smem_sums) {
+    if (smem_sums) return span_pick<0, IN>(pps, sbf32);
+    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, IN>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, IN>(pps, sbf32);
     return NULL;
+}
+
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int in) {
+    switch (in) {
+    case SPAN_IN_RAW: return span_pick_sums<SPAN_IN_RAW>(pps, sbf32, rb_max, smem_sums);
+    case SPAN_IN_ROWS: return span_pick_sums<SPAN_IN_ROWS>(pps, sbf32, rb_max, smem_sums);
+    }
+    return span_pick_sums<SPAN_IN_ANY>(pps, sbf32, rb_max, smem_sums);
 }
 
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots) {

@@ -25,13 +25,13 @@
  * GLIM_CUDA_I8), the merge and the epilogues are k_dmv's. */
 #include "cuda/decode_mv_tma.cuh"
 
-/* LEAN (the integer path only): 1, a kernel for block-owned row blocks (d.bblocks) without a
- * split tail or a ring diagnostic, which compile out of it (dmv_plan picks it only for such
- * calls); 2, the same whose loop also loads each unit's registers while the one before it
+/* LEAN (the integer path only): 1, a kernel for block-owned row blocks (d.bblocks) without the
+ * stream-K row ends or the ring diagnostics, which compile out of it (dmv_plan picks it only for
+ * such calls); 2, the same whose loop also loads each unit's registers while the one before it
  * computes (tma_units' AHEAD). Those 12 more registers fit the 128 a thread has only in the lean
- * kernel: with the unused paths in, ptxas spilled 130-258 bytes in the loop. GLIM_CUDA_UNIT_AHEAD
- * =1 runs LEAN 2; =2 runs LEAN 1, the control that tells the loads ahead from the registers
- * freed. */
+ * kernel: with the unused paths in (session 24, the removed split tail's among them), ptxas
+ * spilled 130-258 bytes in the loop. GLIM_CUDA_UNIT_AHEAD=2 (the default) runs LEAN 1, =1 LEAN 2,
+ * =0 LEAN 0 (every path compiled in) for block-owned calls too. */
 template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constant__ DmvArgs d) {
     constexpr bool lean = LEAN > 0;
@@ -48,9 +48,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const int ow = (int)(blockIdx.x % own) * DMV_WARPS + warp; /* the warp's index in its owner */
     int u0, u1; /* this warp's units, as k_dmv's */
     long long bu0, bun;
-    TmaTail tl; /* GLIM_CUDA_TAIL_SPLIT: the owner's leftover piece (tl.part NULL: none) */
-    tma_warp_units(d, own, ow, nw, wg, &u0, &u1, &bu0, &bun, &tl);
-    if constexpr (lean) tl.part = NULL; /* no split tail here (the host's choice): compiled out */
+    tma_warp_units(d, own, ow, nw, wg, &u0, &u1, &bu0, &bun);
     const int n = u1 - u0, S = d.tslots, C = d.tchunk, uw = a.unit_u4;
     const unsigned ub = (unsigned)uw * 16u;
     TmaRing r = {(uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * C * uw, bars[warp], S, C, 0, 0, 0u};
@@ -64,12 +62,8 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
      * kept to a pointer step (session 14: the SASS had ~40 instructions per unit for a refill
      * that recomputed the source, size and slot in 64 bits). d.diag_window: the source starts
      * inside the first diag_window uint4 of the matrix (a timing diagnostic; see DmvArgs). */
-    const long long p0 = tl.part ? tma_phys(tl, bu0, u0 - bu0) : u0;
-    const uint4 *nsrc = a.w + (d.diag_window ? (size_t)p0 * uw % d.diag_window : (size_t)p0 * uw);
+    const uint4 *nsrc = a.w + (d.diag_window ? (size_t)u0 * uw % d.diag_window : (size_t)u0 * uw);
     int nleft = n; /* units not yet requested */
-    /* GLIM_CUDA_TAIL_SPLIT: the owner's units not yet requested before its leftover piece
-     * (where the source jumps to tl.lbase); none without a tail */
-    long long nwhole = tl.part ? tl.whole - (u0 - bu0) : 0;
     const size_t cstep = (size_t)C * uw;
     /* d.diag_ring 1, 2 (timing diagnostics, see DmvArgs): the chunks' sources dealt over the
      * grid's (1) or the owner's (2) warps, wrapping inside the matrix (or the owner's rows) */
@@ -94,21 +88,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             return;
         }
         gcu_mbar_expect_tx(&r.bar[slot], bytes);
-        if (nwhole > 0 && nwhole < min(C, nleft)) { /* the chunk ends in the leftover piece */
-            const unsigned b1 = (unsigned)nwhole * ub;
-            gcu_bulk_g2s(r.base + slot * cstep, nsrc, b1, &r.bar[slot], pol);
-            gcu_bulk_g2s(r.base + slot * cstep + nwhole * uw, a.w + (size_t)tl.lbase * uw, bytes - b1, &r.bar[slot],
-                         pol);
-            nsrc = a.w + (size_t)(tl.lbase - nwhole) * uw; /* so that the step lands after it */
-        } else {
-            gcu_bulk_g2s(r.base + slot * cstep, nsrc, bytes, &r.bar[slot], pol);
-        }
+        gcu_bulk_g2s(r.base + slot * cstep, nsrc, bytes, &r.bar[slot], pol);
         nsrc += cstep;
         nleft -= C;
-        if (nwhole > 0) {
-            nwhole -= C;
-            if (nwhole <= 0) nsrc = a.w + (size_t)(tl.lbase - nwhole) * uw; /* next: the piece's unit -nwhole */
-        }
     };
     /* when the ring is requested (d.ring_at): 0 whole at block start; 1 once the prologue's
      * global reads are done (the norms' rows, or a RAW row's staging); 2 after staging; 3 its
@@ -197,15 +179,15 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
         gcu_mbar_wait(&r.bar[0], 0);
         dmv_stamp(d, 4);
     }
-    tma_units<KIND, PPS, SBF32, I8, LEAN>(d, m, r, u0, n, bu0, bun, tl, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
-                                    [&](int slot) {
+    tma_units<KIND, PPS, SBF32, I8, LEAN>(d, m, r, u0, n, bu0, bun, nw, wg, keep0, keep1, d.late_norm ? scratch : NULL,
+                                          [&](int slot) {
         if (lane == 0 && nleft > 0) {
             gcu_fence_proxy_async();
             request(slot);
         }
     });
     if (lean || d.bblocks > 0)
-        tma_block_merge(a, tl, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
+        tma_block_merge(a, (const uint4 *)((const char *)dmv_smem + d.tring_off), S * C * uw, bu0, bun, keep0, keep1,
                         lane, warp, own);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);

@@ -86,57 +86,14 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     __syncthreads();
 }
 
-/* GLIM_CUDA_TAIL_SPLIT (DmvArgs.tail_part): whole row blocks go to the owners q = R / no each,
- * and the R - q no left over (the matrix's last ones, from row block rb0) are cut along the
- * input over all owners evenly, owner o taking units [lo0, lo1) of that region. An owner's units
- * are then one logical range [0, bun): its q row blocks from bu0, then its piece, which starts
- * at physical unit lbase. Its sums of a leftover row block go to its slot (o minus the first
- * owner of that row block) of part [row block - rb0][P][16], and the consumer's prologue adds
- * the slots in owner order (tma_rows): the loops' critical path is the mean share, where with
- * whole row blocks it was the largest (o_proj: 416 row blocks on 132 blocks, 3 or 4 each).
- * Without a tail: whole = bun, rb0 past every row block. */
-struct TmaTail {
-    long long whole;    /* the owner's logical units in whole row blocks */
-    long long lbase;    /* physical unit of logical unit `whole` */
-    long long lo0, lo1; /* the owner's piece of the leftover region, in units of the region */
-    long long U;        /* the region's units */
-    int rb0;            /* the region's first row block */
-    int o, no, P;       /* this owner, the owners, slots per leftover row block */
-    float *part;
-};
-
-/* The physical unit of the owner's logical unit bu0 + i. */
-__device__ __forceinline__ long long tma_phys(const TmaTail &t, long long bu0, long long i) {
-    return i < t.whole ? bu0 + i : t.lbase + (i - t.whole);
-}
-
-/* A leftover row block's sums from owner t.o into its slot (lanes t = 0 hold the two rows). */
-__device__ __forceinline__ void tma_tail_put(const MvArgs &a, const TmaTail &t, int rb, int lane, float vg,
-                                             float vh) {
-    if ((lane & 3) != 0) return;
-    const int r = rb - t.rb0, g = lane >> 2;
-    const int first = mv_owner((long long)r * a.nspan, t.U, t.no);
-    float *p = t.part + ((size_t)r * t.P + (t.o - first)) * 16;
-    p[g] = vg;
-    p[g + 8] = vh;
-}
-
 /* Block-owned row blocks (d.bblocks): the warps of the owner (a block, or a cluster of blocks
  * with d.cluster_rows: nw warps, rank-major) that own units of row block rb. The owner's units
  * are [bu0, bu0 + bun), cut between its warps as stream-K cuts a grid. */
-__device__ __forceinline__ long long tma_block_owners(const MvArgs &a, const TmaTail &t, int rb, long long bu0,
-                                                      long long bun, int nw, int *wf, int *wl) {
-    long long f, l; /* the owner's logical units of rb's segment: its first, its last */
-    if (rb < t.rb0) {
-        f = (long long)rb * a.nspan - bu0;
-        l = f + a.nspan - 1;
-    } else {
-        const long long x0 = (long long)(rb - t.rb0) * a.nspan;
-        f = t.whole + max(x0, t.lo0) - t.lo0;
-        l = t.whole + min(x0 + a.nspan, t.lo1) - 1 - t.lo0;
-    }
+__device__ __forceinline__ long long tma_block_owners(const MvArgs &a, int rb, long long bu0, long long bun, int nw,
+                                                      int *wf, int *wl) {
+    const long long f = (long long)rb * a.nspan - bu0; /* the owner's units of rb: its first */
     *wf = mv_owner(f, bun, nw);
-    *wl = mv_owner(l, bun, nw);
+    *wl = mv_owner(f + a.nspan - 1, bun, nw);
     return f;
 }
 
@@ -148,9 +105,9 @@ __device__ __forceinline__ long long tma_block_owners(const MvArgs &a, const Tma
  * partials of the peers' warps are read from their shared memory between two cluster barriers
  * (the second keeps every block's memory alive until the peers are done with it). wring: the
  * warps' stride in `area`, in uint4. */
-static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const TmaTail &t, const uint4 *ring0, int wring,
-                                                    long long bu0, long long bun, float2 keep0, float2 keep1,
-                                                    int lane, int warp, int own) {
+static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const uint4 *ring0, int wring, long long bu0,
+                                                    long long bun, float2 keep0, float2 keep1, int lane, int warp,
+                                                    int own) {
     float2 *mine = (float2 *)(ring0 + (size_t)warp * wring);
     mine[lane] = keep0;
     mine[32 + lane] = keep1;
@@ -163,13 +120,11 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const TmaTa
     const int nw = own * DMV_WARPS, ow = (int)(blockIdx.x % own) * DMV_WARPS + warp;
     /* 32-bit quotients (unit counts fit an int): a 64-bit division is a call of ~100
      * instructions, here in every block's tail */
-    /* the segments: the whole row blocks, then those the owner's leftover piece touches */
-    const int r0 = (int)bu0 / a.nspan, nr = (int)t.whole / a.nspan;
-    const int l0 = (int)t.lo0 / a.nspan, nl = t.lo1 > t.lo0 ? (int)(t.lo1 - 1) / a.nspan - l0 + 1 : 0;
-    for (int i = ow; i < nr + nl; i += nw) {
-        const int rb = i < nr ? r0 + i : t.rb0 + l0 + (i - nr);
+    const int r0 = (int)bu0 / a.nspan, nr = (int)bun / a.nspan;
+    for (int i = ow; i < nr; i += nw) {
+        const int rb = r0 + i;
         int wf, wl;
-        const long long f = tma_block_owners(a, t, rb, bu0, bun, nw, &wf, &wl);
+        const long long f = tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
         if (wf == wl) continue; /* written by its warp */
         /* wf's range starts before rb unless at its first unit: rb is then wf's last segment */
         const int slot_f = mv_muldiv(bun, wf, nw) < f ? 1 : 0;
@@ -182,8 +137,7 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const TmaTa
             sg[0] += v.x;
             sh[0] += v.y;
         }
-        if (rb >= t.rb0) tma_tail_put(a, t, rb, lane, sg[0], sh[0]);
-        else mv_epilogue<1>(a, rb, lane, sg, sh);
+        mv_epilogue<1>(a, rb, lane, sg, sh);
     }
     if (own > 1) {
         gcu_cluster_arrive();
@@ -197,30 +151,13 @@ static __device__ __noinline__ void tma_block_merge(const MvArgs &a, const TmaTa
  * rank-major, cut them; ow is the warp's index in its owner); else the grid's units cut
  * between the a.W warps (stream-K). */
 __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow, int nw, int wg, int *u0, int *u1,
-                                               long long *bu0, long long *bun, TmaTail *t) {
+                                               long long *bu0, long long *bun) {
     const MvArgs &a = d.mv;
     *u0 = *u1 = 0;
     *bu0 = *bun = 0;
-    *t = TmaTail{0, 0, 0, 0, 0, 0x7fffffff, 0, 1, 0, NULL};
     if (d.bblocks > 0) {
         const int o = (int)blockIdx.x / own, no = (d.bblocks + own - 1) / own;
-        if (o < no && d.tail_part) {
-            const int R = (int)a.nunits / a.nspan, q = R / no;
-            t->U = (long long)(R - q * no) * a.nspan;
-            t->rb0 = q * no;
-            t->lo0 = mv_muldiv(t->U, o, no);
-            t->lo1 = mv_muldiv(t->U, o + 1, no);
-            t->whole = (long long)q * a.nspan;
-            t->lbase = (long long)t->rb0 * a.nspan + t->lo0;
-            t->o = o;
-            t->no = no;
-            t->P = d.tail_P;
-            t->part = d.tail_part;
-            *bu0 = (long long)o * q * a.nspan;
-            *bun = t->whole + t->lo1 - t->lo0;
-            *u0 = (int)(*bu0 + mv_muldiv(*bun, ow, nw));
-            *u1 = (int)(*bu0 + mv_muldiv(*bun, ow + 1, nw));
-        } else if (o < no) {
+        if (o < no) {
             const int R = (int)a.nunits / a.nspan, q = R / no, e = R % no; /* 32 bits, as below */
             const long long r0 = d.front ? o * q + min(o, e) : mv_muldiv(R, o, no);
             const long long r1 = d.front ? r0 + q + (o < e) : mv_muldiv(R, o + 1, no);
@@ -230,7 +167,6 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
             if (d.diag_ring == 3) *bun = min(*bun, (a.nunits + no - 1) / no);
             *u0 = (int)(*bu0 + mv_muldiv(*bun, ow, nw));
             *u1 = (int)(*bu0 + mv_muldiv(*bun, ow + 1, nw));
-            t->whole = *bun;
         }
     } else if (wg < a.W) {
         *u0 = (int)mv_muldiv(a.nunits, wg, a.W);
@@ -248,23 +184,6 @@ __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, floa
         wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
     }
 }
-/* Row row0 + k of a split tail (TmaTail): its owners' slots added in owner order, every slot's
- * load in flight at once (a loop of dependent adds would be a round trip per slot). */
-__device__ __forceinline__ float tma_tail_sum(const gcu_tail &t, int k) {
-    const int r = k / 16, g = k % 16;
-    const long long x0 = (long long)r * t.nspan;
-    const int of = mv_owner(x0, t.U, t.no), np = mv_owner(x0 + t.nspan - 1, t.U, t.no) - of + 1;
-    const float *p = t.part + (size_t)r * t.P * 16 + g;
-    float x[GCU_TAIL_PMAX_ROWS];
-#pragma unroll
-    for (int o = 0; o < GCU_TAIL_PMAX_ROWS; o++) x[o] = o < np ? __ldcg(p + o * 16) : 0.0f;
-    float v = x[0];
-#pragma unroll
-    for (int o = 1; o < GCU_TAIL_PMAX_ROWS; o++)
-        if (o < np) v += x[o];
-    return v;
-}
-
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
  * row the product takes into m.row (tma_prepare_row). */
 __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, DmvSum *scratch, const float *wa,
@@ -273,20 +192,8 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = threadIdx.x + j * DMV_THREADS;
-        s[j] = i < d.K && !(d.tin.part && i >= d.tin.row0) ? __ldcg(d.src + i) : 0.0f;
+        s[j] = i < d.K ? __ldcg(d.src + i) : 0.0f;
         h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
-    }
-    /* GLIM_CUDA_TAIL_SPLIT: the producer's leftover rows are its owners' slots (TmaTail), added
-     * in owner order by the block's threads, a row each, into the staged row's place, whence
-     * their owners take them after one barrier (the row is written only past it) */
-    if (d.tin.part) {
-        for (int k = threadIdx.x; k < d.K - d.tin.row0; k += DMV_THREADS) m.row[d.tin.row0 + k] = tma_tail_sum(d.tin, k);
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < TMA_JM; j++) {
-            const int i = threadIdx.x + j * DMV_THREADS;
-            if (i >= d.tin.row0 && i < d.K) s[j] = m.row[i];
-        }
     }
     tma_prepare_row(d, m, scratch, s, h, wa, wo);
 }
@@ -317,8 +224,8 @@ struct TmaRing {
  * bits. */
 template <int KIND, int PPS, bool SBF32, bool I8, int LEAN = 0, typename Refill>
 __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, TmaRing &r, int u0, int n,
-                                          long long bu0, long long bun, const TmaTail &tl, int nw, int wg,
-                                          float2 &keep0, float2 &keep1, const DmvSum *late, Refill refill) {
+                                          long long bu0, long long bun, int nw, int wg, float2 &keep0,
+                                          float2 &keep1, const DmvSum *late, Refill refill) {
     constexpr bool AHEAD = LEAN == 2;
     const MvArgs &a = d.mv;
     constexpr int SPAN = KIND == GCU_KIND_Q ? 128 : 32;
@@ -326,8 +233,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     /* lanes of n-column 0 hold hi, column 1 lo; the other columns are zero */
     const bool bvalid = g < 2, xvalid = t == 0;
     const __nv_bfloat16 *b0 = m.sx + (size_t)(bvalid ? g : 0) * a.cs + t * 8;
-    const long long p0 = tl.part ? tma_phys(tl, bu0, u0 - bu0) : u0; /* GLIM_CUDA_TAIL_SPLIT: see TmaTail */
-    int rb = (int)(p0 / a.nspan), sp = (int)(p0 - (long long)rb * a.nspan);
+    int rb = u0 / a.nspan, sp = u0 - rb * a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = m.xsum + sp * PPS;
     /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
@@ -417,14 +323,11 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
                 vh[0] *= osc;
             }
             if (LEAN || d.bblocks > 0) {
-                /* whole: written now (a leftover row block's piece into its slot); split: kept
-                 * for the block's merge (first / last segment) */
+                /* whole: written now; split: kept for the block's merge (first / last segment) */
                 int wf, wl;
-                tma_block_owners(a, tl, rb, bu0, bun, nw, &wf, &wl);
-                if (wf == wl) {
-                    if (rb >= tl.rb0) tma_tail_put(a, tl, rb, lane, vg[0], vh[0]);
-                    else mv_epilogue<1>(a, rb, lane, vg, vh);
-                } else if (first) keep0 = make_float2(vg[0], vh[0]);
+                tma_block_owners(a, rb, bu0, bun, nw, &wf, &wl);
+                if (wf == wl) mv_epilogue<1>(a, rb, lane, vg, vh);
+                else if (first) keep0 = make_float2(vg[0], vh[0]);
                 else keep1 = make_float2(vg[0], vh[0]);
             } else if (d.defer_merge) {
                 /* a split row block's arrival waits for the end of the range (the first segment
@@ -442,16 +345,10 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
             first = false;
             rb++;
             sp = 0;
-            /* past the owner's whole row blocks: on to its leftover piece, which may start
-             * inside a row block */
-            if (tl.part && u0 - bu0 + j + 1 == tl.whole) {
-                rb = (int)((tl.lbase) / a.nspan);
-                sp = (int)(tl.lbase - (long long)rb * a.nspan);
-            }
-            bp = b0 + sp * SPAN;
-            xp = m.xsum + sp * PPS;
-            dp = d0 + sp * DMV_I8_SPAN_U4;
-            ep = e0 + sp * PPS;
+            bp = b0;
+            xp = m.xsum;
+            dp = d0;
+            ep = e0;
         }
     }
 }

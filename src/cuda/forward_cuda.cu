@@ -90,7 +90,6 @@ extern "C" gcu_options gcu_options_default(void) {
      * (qkvg's loop 13.1 -> 9.4 us, o_proj's step 14.4 -> 11.1, gate/up's loop 38.8 -> 35.6,
      * down's 22.1 -> 18.6 but its block ends 3.4 -> 5.9 us apart: 416 row blocks on 132 SMs) */
     o.block_rows = env_int("GLIM_CUDA_BLOCK_ROWS", 31);
-    o.tail_split = env_int("GLIM_CUDA_TAIL_SPLIT", 0);
     /* session 12: 161.8 against 160.8 tok/s (run 3, one process), 166.7 against 165.1 (run 7,
      * with the leftover row blocks on the first blocks) */
     o.cluster_rows = env_int("GLIM_CUDA_CLUSTER_ROWS", 1);
@@ -102,14 +101,18 @@ extern "C" gcu_options gcu_options_default(void) {
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
     /* session 24 (H100, one call, alternating processes, GLIM_CUDA_SPAN=0): 135.8 tok/s with the
-     * lean k_dmv_tma against 128.0 with the split tail compiled in (72 bytes of stack); the
-     * span kernel takes the layers' products by default, the head and SPAN=0 come here */
+     * lean k_dmv_tma against 128.0 for 0, whose kernel then had the split tail compiled in (72
+     * bytes of stack; the tail was removed in session 25); the span kernel takes the layers'
+     * products by default, the head and SPAN=0 come here */
     o.unit_ahead = env_int("GLIM_CUDA_UNIT_AHEAD", 2);
     /* session 22 (H100, one call, alternating processes): 142.7 tok/s with the span kernel and
      * its sums in shared memory against 128.4 / 127.4 for k_dmv_tma (+11 % at ctx 0, +12 % at 4k
      * and 32k); with the sums in registers 135.8 / 136.2 (the unrolled loop's code: gate/up's loop
      * 54.1 against 51.3 us) */
     o.span = env_int("GLIM_CUDA_SPAN", 15);
+    /* session 25 (H100, one call, alternating processes): 150.7 against 146.7 tok/s at ctx 0 (+2.5 %
+     * at 4k, +2.3 % at 32k) with the span kernel's instance without the split tail compiled in;
+     * the tail itself (session 22: 130.8 against 135.8 tok/s) was then removed */
     o.span_warps = env_int("GLIM_CUDA_SPAN_WARPS", 0);
     o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 1);
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
@@ -117,14 +120,11 @@ extern "C" gcu_options gcu_options_default(void) {
      * (3 processes each; +1.9, +2.1, +2.7 % in the others), +1.1 % at 4k and 32k; down's 416
      * row blocks on 104 blocks of 4 leave 28 SMs on which the next qkvg starts ~27 us early */
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 15);
-    /* session 25 (H100, one call, alternating processes): 150.7 against 146.7 tok/s at ctx 0 (4
-     * processes each; 150.4 / 146.6 in the call before), +2.5 % at 4k and +2.3 % at 32k: every
-     * product's loop shorter (gate/up 50.4 -> 49.9, down 27.3 -> 26.2, o_proj 7.6 -> 6.9 us) */
-    o.span_lean = env_int("GLIM_CUDA_SPAN_LEAN", 1);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
     o.span_blocks[3] = env_int("GLIM_CUDA_SPAN_BLOCKS_DOWN", 0);
+    o.span_in = env_int("GLIM_CUDA_SPAN_IN", 3);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
@@ -701,9 +701,9 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_acc = g->opt.span_acc;
     c.span_rows = g->opt.span_rows;
     c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
-    c.span_lean = g->opt.span_lean;
     const int pb = dmv_product_bit(kind); /* qkvg 1, o_proj 2, gate/up 4, down 8: span_blocks[0..3] */
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0;
+    c.span_in = g->opt.span_in;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
@@ -829,18 +829,6 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
     return st;
 }
 
-/* GLIM_CUDA_TAIL_SPLIT for the producer p (o_proj or down) if its bit is in the mask: its
- * leftover row blocks' sums go to `part`, and what its consumer must add comes back in *t
- * (t->part NULL: the producer writes every row as usual). Not with hooks or tensor
- * parallelism: they read or all-reduce the producer's output rows themselves. */
-static void tail_link(gcu_session *s, gcu_dmv_call *p, int kind, float *part, gcu_tail *t) {
-    memset(t, 0, sizeof *t);
-    if (!(s->m->opt.tail_split & dmv_product_bit(kind)) || s->hooks || s->allreduce) return;
-    if (!gcu_dmv_tail_plan(p, part, GCU_TAIL_FLOATS, t)) return;
-    p->tail_part = part;
-    p->tail_P = t->P;
-}
-
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
  * previous layer's FFN residual add), gate/up reads h2 (at layer 0 the embedding, there too) and
  * writes h.
@@ -861,25 +849,19 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-    if (l > 0 && !hooked) q.tin = s->tail_down; /* the previous down's split tail, if any */
-    s->tail_down.part = NULL;
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
-    gcu_tail o_tail;
-    tail_link(s, &o, GCU_TLK_O, s->tail_o, &o_tail);
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h; /* never in place: decode_embed_row */
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
-    gu.tin = o_tail;
     gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                                  GCU_EPI_STORE, s->dout, Hd);
-    tail_link(s, &down, GCU_TLK_DOWN, s->tail_d, &s->tail_down);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
@@ -931,7 +913,6 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
      * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
     s->flags_now = s->flags && !s->hooks && !s->allreduce;
     s->flag_pend = NULL;
-    s->tail_down.part = NULL;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st == GLIM_OK && s->hooks)
         st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
@@ -940,8 +921,6 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
         gcu_dmv_call head = dmv_make(s, &g->head, GCU_PRO_RESID, g->hidden, s->dout, s->h, NULL,
                                      g->layer[g->L - 1].w_post_ffn, g->w_final, GCU_EPI_SOFTCAP, s->logits,
                                      g->vocab);
-        head.tin = s->tail_down;
-        s->tail_down.part = NULL;
         if (s->flags_now) /* the token's last launch: it waits on the last down, arrives nowhere */
             flag_link(s, &head.flag_wait, &head.flag_need, NULL, 0);
         st = gcu_dmv_launch(&head, s->st, err);

@@ -127,11 +127,6 @@ glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err
 
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
-typedef struct gcu_tail {
-    float *part;
-    int row0, no, nspan, P;
-    long long U;
-} gcu_tail;
 
 typedef struct gcu_dmv_call {
     const gcu_mat *m;
@@ -219,17 +214,10 @@ typedef struct gcu_dmv_call {
     int diag_ring;             /* k_dmv_tma: DmvArgs.diag_ring (timing only); 0: off */
     int unit_ahead;            /* 1 (loads a unit ahead) or 2 (without): k_dmv_tma's lean kernel
                                   where it can take the call (the integer path, block-owned row
-                                  blocks, no split tail, no ring diagnostic); else ignored */
-    /* GLIM_CUDA_TAIL_SPLIT (k_dmv_tma with block_rows, decode_mv_tma.cuh: TmaTail): a producer's
-     * row blocks past the owners' last whole share are cut along the input over every owner,
-     * whose sums go to tail.part (the rows are not written to out); its consumer (RESID/NORM
-     * on the ring) adds them in owner order from `tin`. gcu_dmv_tail_plan fills both. */
-    float *tail_part;
-    int tail_P;
-    gcu_tail tin; /* the consumer's side (tin.part NULL: off) */
+                                  blocks, no ring diagnostic); else (0 too) its general one */
     /* GLIM_CUDA_SPAN: the span-major kernel (decode_mv_span.cu) where it can take the call (the
      * integer path on the shared-memory ring, at most SPAN_RB_MAX row blocks per block, no
-     * digits from the producer, split tail, fused staging or ring diagnostic); else ignored.
+     * digits from the producer, fused staging or ring diagnostic); else ignored.
      * span_warps: its span groups (0: the kernel's choice, DMV_WARPS / span_rows at most);
      * span_acc: its row blocks' sums in shared memory, the loop over them not unrolled (any
      * number of row blocks per block, as shared memory allows; else in registers, at most
@@ -239,18 +227,11 @@ typedef struct gcu_dmv_call {
      * largest share of row blocks (down's 416 on 132 SMs: 104 blocks of 4 instead of 20 of 4 and
      * 112 of 3), so that no block ends early and the SMs left free take the next kernel's blocks
      * (launched under PDL) at once; span_blocks: at most this many blocks (0: one per SM),
-     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares); span_lean: the
-     * kernel instance without the split tail compiled in, where the call has none */
-    int span, span_warps, span_acc, span_rows, span_even, span_blocks, span_lean;
+     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares); span_in: the
+     * kernel instance with the input's source compiled in (bit 1 raw inputs, bit 2 normed rows;
+     * GLIM_CUDA_SPAN_IN) */
+    int span, span_warps, span_acc, span_rows, span_even, span_blocks, span_in;
 } gcu_dmv_call;
-/* What a consumer needs of a producer's split tail: its slots (part, [e][P][16] floats), the
- * first row they hold (row0), the producer's owners, spans per row block and leftover units. */
-int gcu_dmv_tail_plan(const gcu_dmv_call *producer, float *part, size_t part_floats, gcu_tail *t);
-
-/* Slots per leftover row block a consumer adds at most (gcu_dmv_tail_plan): the RESID
- * prologue's registers hold 8 more without spilling. (qkvg's leftover rows are gate rows, which
- * attention could add, but an out-of-line sum of 16 slots there made k_attention spill.) */
-#define GCU_TAIL_PMAX_ROWS 8
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
  * common part; memsets the rest). */

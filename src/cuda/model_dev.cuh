@@ -69,11 +69,6 @@ struct gcu_session {
     int x_global; /* profiling: matvecs read x from global memory instead of shared */
     int *span_cnt; /* fused SwiGLU staging: per span of the down input, zero */
     unsigned char *act_dig; /* down's input as digits, staged by gate/up (gcu_dmv_call.pre_dig) */
-    /* GLIM_CUDA_TAIL_SPLIT (gcu_dmv_call.tail_part): the slots of o_proj's and down's leftover
-     * row blocks (GCU_TAIL_FLOATS each), and while enqueuing the tail of the last down its
-     * consumer (the next qkvg or the head) must add (tail_down.part NULL: none) */
-    float *tail_o, *tail_d;
-    gcu_tail tail_down;
     /* Research hooks (src/hooks.h), applied on the host between kernels: the residual rows go
      * down to h_host after each layer's FFN residual add and come back steered; the SwiGLU rows
      * go down for the census. NULL: no hooks, and the graph path runs untouched. */
@@ -105,9 +100,6 @@ static inline int gcu_qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2
 static inline size_t gcu_sess_mv_part_bytes(const gcu_model *g) {
     return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
 }
-/* Floats of one split tail's slots (gcu_dmv_tail_plan): e leftover row blocks x P owners each
- * x 16 rows stays under 4 x the owners x 16, and there are at most as many owners as SMs */
-#define GCU_TAIL_FLOATS (4 * 1024 * 16)
 /* KV rows of layer l in a session of n_ctx tokens that may rewind n_rewind (session_cuda.cu):
  * every position for a full layer, a ring for a sliding one. */
 extern "C" int gcu_ring_rows(const gcu_model *g, int l, int n_ctx, int n_rewind);

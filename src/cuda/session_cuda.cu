@@ -1,8 +1,8 @@
 /* session_cuda.cu: a CUDA session's memory: the plan of every buffer a session of n_ctx tokens
  * needs (the bf16 or fp32 KV cache as rings for the sliding layers, the activations, the staged
- * inputs, attention's partials, the matvecs' merge space, the split tails' slots), its size for
- * the memory check before anything is allocated, and the allocation itself, all up front: the
- * forward (forward_cuda.cu) allocates nothing per token. */
+ * inputs, attention's partials, the matvecs' merge space), its size for the memory check
+ * before anything is allocated, and the allocation itself, all up front: the forward
+ * (forward_cuda.cu) allocates nothing per token. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +26,7 @@ static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
 
 typedef struct sess_plan {
     size_t kv, h, qkvg, q, inter, logits, xs_h, xs_q, xs_i, xsum_h, xsum_q, xsum_i, att, mv;
-    size_t dig;  /* down's input staged as digits by gate/up (GLIM_CUDA_STAGE_I8) */
-    size_t tail; /* each of the two split tails' slots (GLIM_CUDA_TAIL_SPLIT) */
+    size_t dig; /* down's input staged as digits by gate/up (GLIM_CUDA_STAGE_I8) */
 } sess_plan;
 
 static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
@@ -72,7 +71,6 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
         const size_t b = gcu_dmv_digits_bytes(&g->layer[l].down.f);
         if (b > p.dig) p.dig = b;
     }
-    p.tail = 4ull * GCU_TAIL_FLOATS;
     return p;
 }
 
@@ -81,7 +79,7 @@ extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch
     /* every buffer gcu_session_new allocates; the last line: d_step, the three 16-byte words
      * (chain_bar, flag_slot, dyn_cnt) and span_cnt's bound */
     return p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i + p.xsum_h + p.xsum_q +
-           p.xsum_i + p.att + p.mv + p.dig + 2 * p.tail + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
+           p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
            4ull * (GCU_TMAX + 1) + 3 * 16 + 4ull * (g->inter / 32 + 2);
 }
 
@@ -93,7 +91,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->flag_slot, s->dyn_cnt, s->act_dig, s->tail_o, s->tail_d};
+                    s->flag_slot, s->dyn_cnt, s->act_dig};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -165,8 +163,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->flag_slot, 0, 16), "memset", err);
     DA(s->dyn_cnt, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->dyn_cnt, 0, 16), "memset", err);
-    DA(s->tail_o, p.tail);
-    DA(s->tail_d, p.tail);
     int max_span = 1;
     for (int l = 0; l < g->L; l++)
         if (g->layer[l].down.f.nspan > max_span) max_span = g->layer[l].down.f.nspan;
