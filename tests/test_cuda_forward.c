@@ -649,26 +649,6 @@ static void span_loop(void) {
  * so from 60 tokens a window-8 model goes back 33 tokens (41 with n_rewind 40) and no further;
  * a rewound session evaluating a different ending gives a fresh session's logits (fp32 KV, the
  * oracle's tolerance: the chunks differ, so the bits may). */
-/* GLIM_CUDA_SPAN_IN=3 (the default: the span kernel's instances with the input's source compiled
- * in, raw for o_proj and down, the normed row for qkvg and gate/up) runs the same statements as
- * the instance that decides at run time (SPAN_IN=0): every decoded token's logits equal bit for
- * bit, on the sums in shared memory (the default) and in registers, and the fixed instances
- * really ran (their launch count: the four products of every layer). */
-static void span_in_bits(void) {
-    NEED_GPU();
-    const glim_synth_spec wide = switch_spec(1, 43);
-    for (int acc = 0; acc < 2; acc++) {
-        static const char *const names[] = {"GLIM_CUDA_SPAN_IN", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
-                                            "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                            "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
-        const char *a = acc ? "1" : "0";
-        const char *off[] = {"0", "15", a, "1", "1", "1", "0", "0"};
-        const char *on[] = {"3", "15", a, "1", "1", "1", "0", "0"};
-        switch_bits_of(acc ? "span_in_smem_sums" : "span_in_registers", wide, 2 * wide.sliding_window + 3, 8, names,
-                       off, on, gcu_dmv_span_in_count, 4L * wide.n_layers);
-    }
-}
-
 static void rewind_on_gpu(void) {
     NEED_GPU();
     glim_synth_spec spec = glim_synth_tiny();
@@ -752,7 +732,6 @@ int main(void) {
     RUN(att_pass_bits);
     RUN(span_loop);
     RUN(span_even_bits);
-    RUN(span_in_bits);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

@@ -249,11 +249,10 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 36; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place x
-                                      * the input's instance (SPAN_IN_*) */
-        const int place = (k >> 2) % 3;
+    for (int k = 0; k < 12; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place */
+        const int place = k >> 2;
         const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place == 2, k / 12);
+                                         place == 2);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -423,12 +422,6 @@ static int dmv_span_groups(int nspan, int want, int W) {
  * kernel cannot take the call. Shared memory: k_dmv_tma's staging area (NORM/RESID's row), the
  * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
  * scratch. */
-/* The span kernel's input instance for the call (gcu_dmv_call.span_in's bits). */
-static int dmv_span_in(const gcu_dmv_call *c) {
-    if (c->pro == GCU_PRO_RAW) return c->span_in & 1 ? SPAN_IN_RAW : SPAN_IN_ANY;
-    return c->span_in & 2 ? SPAN_IN_ROWS : SPAN_IN_ANY;
-}
-
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4) || d->diag_window)
         return 0;
@@ -448,7 +441,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, dmv_span_in(c)) : NULL;
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
@@ -465,7 +458,6 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->bblocks = nb;
     d->span_warps = nw;
     d->span_fewer = no < most; /* host's note for the launch count: fewer blocks */
-    d->span_fixed_in = dmv_span_in(c) != SPAN_IN_ANY;
     d->tslots = S;
     d->tchunk = 2;
     d->tring_off = (int)base;
@@ -551,8 +543,6 @@ static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_s
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
 static long even_count; /* of those, on fewer blocks by span_even or span_blocks (gcu_dmv_even_count) */
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
-static long span_in_count; /* of those, on an instance with the input's source compiled in */
-extern "C" long gcu_dmv_span_in_count(void) { return span_in_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -569,7 +559,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_fixed_in) span_in_count++;
     return s;
 }
 
@@ -708,7 +697,6 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
     c->span_blocks = 0;
-    c->span_in = 3; /* the decode's default instances (the forward test holds the others to them) */
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

@@ -79,8 +79,6 @@ struct DmvArgs {
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
-    int span_fixed_in; /* host's note: the instance has the input's source compiled in
-                          (SPAN_IN_RAW / SPAN_IN_ROWS; gcu_dmv_span_in_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
@@ -339,9 +337,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
-/* The span kernel's input instances (decode_mv_span.cu: k_dmv_span's IN) */
-enum { SPAN_IN_ANY = 0, SPAN_IN_RAW = 1, SPAN_IN_ROWS = 2 };
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int in);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

@@ -115,11 +115,8 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * the d.span_srows rows of its own). IN: where the input comes from, compiled in (GLIM_CUDA_SPAN_IN,
- * the host's pick by d.pro): SPAN_IN_RAW the previous kernel's raw output in global memory (o_proj,
- * down: no norm prologue), SPAN_IN_ROWS the normed row in shared memory, SPAN_IN_ANY either (d.pro
- * at run time). The code a call does not run still costs its loop (sessions 24-25). */
-template <int PPS, bool SBF32, int RB, int IN>
+ * the d.span_srows rows of its own). */
+template <int PPS, bool SBF32, int RB>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -170,7 +167,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     __syncwarp();
 
     const DmvSmem m = tma_smem_at(d, dmv_smem);
-    const bool rows = IN == SPAN_IN_ANY ? d.pro != GCU_PRO_RAW : IN == SPAN_IN_ROWS;
+    const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
@@ -309,31 +306,22 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     dmv_block_end(d, tl_t);
 }
 
-template <int RB, int IN>
+template <int RB>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB, IN>;
-    case 5: return (const void *)k_dmv_span<2, true, RB, IN>;
-    case 8: return (const void *)k_dmv_span<4, false, RB, IN>;
-    case 9: return (const void *)k_dmv_span<4, true, RB, IN>;
+    case 4: return (const void *)k_dmv_span<2, false, RB>;
+    case 5: return (const void *)k_dmv_span<2, true, RB>;
+    case 8: return (const void *)k_dmv_span<4, false, RB>;
+    case 9: return (const void *)k_dmv_span<4, true, RB>;
     }
     return NULL;
 }
 
-template <int IN>
-static const void *span_pick_sums(int pps, int sbf32, int rb_max, int smem_sums) {
-    if (smem_sums) return span_pick<0, IN>(pps, sbf32);
-    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, IN>(pps, sbf32);
-    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, IN>(pps, sbf32);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums) {
+    if (smem_sums) return span_pick<0>(pps, sbf32);
+    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX>(pps, sbf32);
     return NULL;
-}
-
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int in) {
-    switch (in) {
-    case SPAN_IN_RAW: return span_pick_sums<SPAN_IN_RAW>(pps, sbf32, rb_max, smem_sums);
-    case SPAN_IN_ROWS: return span_pick_sums<SPAN_IN_ROWS>(pps, sbf32, rb_max, smem_sums);
-    }
-    return span_pick_sums<SPAN_IN_ANY>(pps, sbf32, rb_max, smem_sums);
 }
 
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots) {

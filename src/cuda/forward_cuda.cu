@@ -124,7 +124,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
     o.span_blocks[3] = env_int("GLIM_CUDA_SPAN_BLOCKS_DOWN", 0);
-    o.span_in = env_int("GLIM_CUDA_SPAN_IN", 3);
     o.diag_att_twice = env_int("GLIM_CUDA_DIAG_ATT_TWICE", 0);
     o.diag_nope = env_int("GLIM_CUDA_DIAG_NOPE", 0);
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
@@ -703,7 +702,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
     const int pb = dmv_product_bit(kind); /* qkvg 1, o_proj 2, gate/up 4, down 8: span_blocks[0..3] */
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0;
-    c.span_in = g->opt.span_in;
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;

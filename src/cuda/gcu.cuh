@@ -227,10 +227,8 @@ typedef struct gcu_dmv_call {
      * largest share of row blocks (down's 416 on 132 SMs: 104 blocks of 4 instead of 20 of 4 and
      * 112 of 3), so that no block ends early and the SMs left free take the next kernel's blocks
      * (launched under PDL) at once; span_blocks: at most this many blocks (0: one per SM),
-     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares); span_in: the
-     * kernel instance with the input's source compiled in (bit 1 raw inputs, bit 2 normed rows;
-     * GLIM_CUDA_SPAN_IN) */
-    int span, span_warps, span_acc, span_rows, span_even, span_blocks, span_in;
+     * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares) */
+    int span, span_warps, span_acc, span_rows, span_even, span_blocks;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
