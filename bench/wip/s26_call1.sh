@@ -24,7 +24,6 @@ echo "ab $(($(date +%s) - T0)) s"
 NCU_TARGETS="qkvg k_dmv 22;oproj k_dmv 23;down k_dmv 25;attn k_attention 6" sh bench/ncu_stalls.sh
 for k in qkvg oproj down attn; do
   echo "== $k: top stall reasons"
-  grep -o 'smsp__pcsamp_warps_issue_stalled_[a-z_]*[^,]*' $OUT/${k}_raw.csv | head -0
   grep -E "Warp Cycles Per Issued Instruction|Issue Slots Busy|Registers Per Thread|Executed Instructions " $OUT/${k}_details.txt | head -6
 done
 echo "total $(($(date +%s) - T0)) s"
