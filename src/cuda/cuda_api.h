@@ -179,8 +179,8 @@ typedef struct gcu_options {
                            many blocks (0: one per SM), span_even then choosing within them: a
                            sweep of how many SMs a product needs to hold the memory's pace, the
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
-                           _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or 70
-                       blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
+                           _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or
+                           70 blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench

@@ -696,7 +696,6 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
-    c->span_blocks = 0;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {

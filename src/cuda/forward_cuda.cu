@@ -693,17 +693,17 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
      * (session 9, run 1, clusters of 2: down's prologue 5.7 -> 4.6 us; the 6656-wide RESID
      * prologues 0.3-0.9 us longer and o_proj's 0.8, the peer barrier costing more than the half
      * it saves). cluster_own_stage keeps the clusters' row ownership without that barrier. */
-    c.cluster = (g->opt.cluster_products & dmv_product_bit(kind)) ? g->opt.cluster : 1;
-    c.cluster_own_stage = (g->opt.cluster_own_stage & dmv_product_bit(kind)) != 0;
+    const int pb = dmv_product_bit(kind); /* qkvg 1, o_proj 2, gate/up 4, down 8: the options' masks */
+    c.cluster = (g->opt.cluster_products & pb) ? g->opt.cluster : 1;
+    c.cluster_own_stage = (g->opt.cluster_own_stage & pb) != 0;
     c.tl = gcu_tl_take(s, kind);
-    c.block_rows = (g->opt.block_rows & dmv_product_bit(kind)) != 0;
-    c.span = (g->opt.span & dmv_product_bit(kind)) != 0;
+    c.block_rows = (g->opt.block_rows & pb) != 0;
+    c.span = (g->opt.span & pb) != 0;
     c.span_warps = g->opt.span_warps;
     c.span_acc = g->opt.span_acc;
     c.span_rows = g->opt.span_rows;
-    c.span_even = (g->opt.span_even & dmv_product_bit(kind)) != 0;
-    const int pb = dmv_product_bit(kind); /* qkvg 1, o_proj 2, gate/up 4, down 8: span_blocks[0..3] */
-    c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0;
+    c.span_even = (g->opt.span_even & pb) != 0;
+    c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
