@@ -95,13 +95,32 @@ __device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SB
     gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
 }
 
-/* dmv_unit_i8 (below) with the lane's digits of the span already in registers (b01, b23:
- * dp[0] and dp[DMV_I8_HALF_U4], zero where !bvalid), for loops that use one span's digits for
- * several units (bench/unit_probe.cu's span-major loop). */
+/* One span's per-group factors of a lane on the integer path: ec = E cw (the weight of the lane's
+ * 128 D0 + D1 or D2 sum) and X = sum x (the bias term's factor; 0 but on the lanes t = 0). Loop
+ * invariant across the row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them
+ * in registers for all of a warp's units of the span instead of reading ep again per unit (the
+ * mbarrier waits and the warp syncs between units keep the compiler from hoisting those loads). */
+template <int PPS>
+struct I8SpanF {
+    float ec[PPS], X[PPS];
+};
+template <int PPS>
+__device__ __forceinline__ I8SpanF<PPS> dmv_i8_span_factors(const float2 *ep, float cw, bool xvalid) {
+    I8SpanF<PPS> f;
+#pragma unroll
+    for (int pc = 0; pc < PPS; pc++) {
+        const float2 e = ep[pc];
+        f.ec[pc] = e.x * cw;
+        f.X[pc] = xvalid ? e.y : 0.0f;
+    }
+    return f;
+}
+
+/* One unit on the integer path with the lane's digits of the span in registers (b01, b23: dp[0]
+ * and dp[DMV_I8_HALF_U4], zero where !bvalid) and the span's factors f. */
 template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
-                                                 const uint4 &b23, const float2 *ep, float cw, bool xvalid,
-                                                 float *acc) {
+__device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
+                                              const uint4 &b23, const I8SpanF<PPS> &f, float *acc) {
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {
         int dd[4] = {0, 0, 0, 0};
@@ -109,11 +128,18 @@ __device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, S
         for (int ii = 0; ii < 4 / PPS; ii++) dmv_i8_word_mma(s, b01, b23, pc * (4 / PPS) + ii, dd);
         float sg, bg, sh, bh;
         mv_scales(s, pc, &sg, &bg, &sh, &bh);
-        const float2 e = ep[pc];
-        const float ec = e.x * cw, X = xvalid ? e.y : 0.0f;
-        acc[0] = fmaf(sg * ec, (float)(dd[0] * 128 + dd[1]), fmaf(bg, X, acc[0]));
-        acc[1] = fmaf(sh * ec, (float)(dd[2] * 128 + dd[3]), fmaf(bh, X, acc[1]));
+        acc[0] = fmaf(sg * f.ec[pc], (float)(dd[0] * 128 + dd[1]), fmaf(bg, f.X[pc], acc[0]));
+        acc[1] = fmaf(sh * f.ec[pc], (float)(dd[2] * 128 + dd[3]), fmaf(bh, f.X[pc], acc[1]));
     }
+}
+
+/* dmv_unit_i8 (below) with the lane's digits of the span already in registers, the factors read
+ * from ep (the span's (E, sum x) per group). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
+                                                 const uint4 &b23, const float2 *ep, float cw, bool xvalid,
+                                                 float *acc) {
+    dmv_unit_i8_f<PPS, SBF32>(s, b01, b23, dmv_i8_span_factors<PPS>(ep, cw, xvalid), acc);
 }
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
  * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others

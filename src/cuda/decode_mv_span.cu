@@ -139,29 +139,47 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
 
     /* the ring (lane 0): the warp's chunks in the loop's order (span_chunk's items, pair after
-     * pair), chunk c into slot c % S; the next request's pair and item run on as counters */
+     * pair), chunk c into slot c % S. The next request's source runs on as a pointer (a row
+     * block's step within a pair, the next pair's first row block after its last): lane 0 issues
+     * a request per chunk, and computed from the item (span_chunk) it took ~35 instructions of
+     * 64-bit index arithmetic, which the whole warp waited for (ncu, session 26: a quarter of the
+     * loop's instructions were the refill). */
     int rq_pair = 0, rq_item = 0;
-    auto request = [&](int slot) -> bool {
-        if (rq_pair >= npair || nwr == 0) return false;
+    const uint4 *rq_pair_src = a.w, *rq_src = a.w;
+    const size_t rq_istep = (size_t)w.H * nspan * uw;
+    unsigned rq_bytes = 0;
+    if (nwr > 0 && npair > 0) {
         int rb, sf, n;
-        span_chunk(w, rq_pair, rq_item, &rb, &sf, &n);
+        span_chunk(w, 0, 0, &rb, &sf, &n);
+        rq_pair_src = rq_src = a.w + ((size_t)rb * nspan + sf) * uw;
+        rq_bytes = (unsigned)n * ub;
+    }
+    auto request = [&](uint64_t *sbar, uint4 *dst) -> bool {
+        if (rq_pair >= npair || nwr == 0) return false;
+        const uint4 *src = rq_src;
+        const unsigned bytes = rq_bytes;
         if (++rq_item == nwr) {
             rq_item = 0;
             rq_pair++;
+            rq_pair_src += SPAN_CHUNK * uw;
+            rq_src = rq_pair_src;
+            const int s = w.sA + 2 * rq_pair;
+            rq_bytes = (unsigned)(min(s + 2, w.sB) - s) * ub;
+        } else {
+            rq_src += rq_istep;
         }
-        const unsigned bytes = (unsigned)n * ub;
         if (d.diag_ring == 4) { /* a timing diagnostic: no bytes, the phase completes on this arrival */
-            gcu_mbar_expect_tx(&bar[slot], 0);
+            gcu_mbar_expect_tx(sbar, 0);
             return true;
         }
-        gcu_mbar_expect_tx(&bar[slot], bytes);
-        gcu_bulk_g2s(ring + slot * cstep, a.w + ((size_t)rb * nspan + sf) * uw, bytes, &bar[slot], pol);
+        gcu_mbar_expect_tx(sbar, bytes);
+        gcu_bulk_g2s(dst, src, bytes, sbar, pol);
         return true;
     };
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
-        for (int j = 0; j < S && request(j); j++) {
+        for (int j = 0; j < S && request(&bar[j], ring + j * cstep); j++) {
         }
     }
     __syncwarp();
@@ -205,12 +223,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         for (int r = 0; r < nwr; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
     int slot = 0;
     unsigned phase = 0;
+    uint4 *up = ring; /* slot's chunk: a running pointer, as the refill's source */
     uint4 b01[2], b23[2];
+    I8SpanF<PPS> f[2]; /* the pair's spans' factors, read once per pair */
     const float2 *ep0 = (const float2 *)(scr + 2 * DMV_I8_SPAN_U4), *ep1 = ep0 + PPS;
-    /* one chunk into a2: n units (1 or 2), the first at the pair's span `hi` (0 or 1) */
-    auto chunk = [&](float *a2, bool hi, int n) {
+    /* one chunk into a2: n units (1 or 2) at the pair's spans */
+    auto chunk = [&](float *a2, int n) {
         gcu_mbar_wait(&bar[slot], phase);
-        const uint4 *up = ring + slot * cstep;
         /* both units' loads before the first's arithmetic where their registers fit (bf16
          * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
          * scales, which load the second unit after the first's arithmetic */
@@ -218,27 +237,28 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
         tma_unit_load(u0, up, lane);
         if (BOTH && n == 2) tma_unit_load(u1, up + uw, lane);
-        if (hi) dmv_unit_i8_held<PPS, SBF32>(u0, b01[1], b23[1], ep1, cw, xvalid, a2);
-        else dmv_unit_i8_held<PPS, SBF32>(u0, b01[0], b23[0], ep0, cw, xvalid, a2);
+        dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
         if (!BOTH && n == 2) tma_unit_load(u1, up + uw, lane);
-        if (n == 2) dmv_unit_i8_held<PPS, SBF32>(u1, b01[1], b23[1], ep1, cw, xvalid, a2);
+        if (n == 2) dmv_unit_i8_f<PPS, SBF32>(u1, b01[1], b23[1], f[1], a2);
         /* the chunk's bytes (and the scratch's group sums) are read by every lane: refill its
          * slot (and, after the pair's last chunk, the scratch may be staged again) */
         __syncwarp();
         if (lane == 0) {
             gcu_fence_proxy_async();
-            request(slot);
+            request(&bar[slot], up);
         }
+        up += cstep;
         if (++slot == S) {
             slot = 0;
             phase ^= 1u;
+            up = ring;
         }
     };
     /* a chunk into the sums of shared-memory row r */
-    auto chunk_smem = [&](int r, bool hi, int n) {
+    auto chunk_smem = [&](int r, int n) {
         const float2 x = sacc[r * 32];
         float a2[2] = {x.x, x.y};
-        chunk(a2, hi, n);
+        chunk(a2, n);
         sacc[r * 32] = make_float2(a2[0], a2[1]);
     };
     float v[8];
@@ -252,14 +272,16 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         __syncwarp();
         span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
         span_digits(scr, 1, dvalid && two == 2, g, t, &b01[1], &b23[1]);
+        f[0] = dmv_i8_span_factors<PPS>(ep0, cw, xvalid);
+        f[1] = dmv_i8_span_factors<PPS>(ep1, cw, xvalid);
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
                 if (r >= nwr) break; /* warp-uniform */
-                chunk(acc[r], false, two);
+                chunk(acc[r], two);
             }
         } else {
-            for (int r = 0; r < nwr; r++) chunk_smem(r, false, two);
+            for (int r = 0; r < nwr; r++) chunk_smem(r, two);
         }
         __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
