@@ -4,6 +4,9 @@
 # of attention in a 2-layer synthetic decode, and writes per kernel: the stall-reason totals
 # (raw page) and the SASS with per-instruction warp-stall samples (source page, CSV) to $OUT.
 # Run after a build (bench/gpu_check.sh builds). Usage: bench/ncu_stalls.sh
+# Per target NAME: NAME.log, NAME_raw.csv, NAME_sass.csv, NAME_cuda.csv, NAME_details.txt and
+# NAME_profile.md (bench/sass_profile.py: instructions and stall samples by loop level, the
+# instructions with most samples); NCU_TAR=1 packs them into $OUT/ncu_stalls.tgz.
 # NCU_TARGETS="name kernel skip;..." picks other launches of the same bench: per context it
 # decodes 4 warm-up + 4 timed tokens at 0, 4096 and 32768 keys, 2 attention launches per token
 # (layer 0 sliding, layer 1 full), so e.g. "att32k_full k_attention 37" is the third token's
@@ -26,5 +29,12 @@ for k in ${NCU_TARGETS:-qkvg k_dmv 22;oproj k_dmv 23;attn k_attention 6}; do
     ncu -i "$OUT/$1.ncu-rep" --page source --print-source cuda --csv >"$OUT/$1_cuda.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page details --print-details all >"$OUT/$1_details.txt" 2>&1
     rm -f "$OUT/$1.ncu-rep"
-    echo "$1: $(wc -l <"$OUT/$1_sass.csv") sass lines, $(grep -c . "$OUT/$1_details.txt") detail lines"
+    python3 bench/sass_profile.py "$OUT/$1_sass.csv" >"$OUT/$1_profile.md" 2>&1
+    echo "$1: $(wc -l <"$OUT/$1_sass.csv") sass lines, $(grep -c . "$OUT/$1_details.txt") detail lines; $(head -1 "$OUT/$1_profile.md" | sed 's/^[^:]*: //')"
 done
+# NCU_TAR=1: everything above in one tarball, $OUT/ncu_stalls.tgz (the device tool brings back
+# at most 8 files: four targets' 6 files each came back as only the first 8 in session 26)
+if [ "${NCU_TAR:-0}" = 1 ]; then
+    (cd "$OUT" && tar czf ncu_stalls.tgz --remove-files *.log *_raw.csv *_sass.csv *_cuda.csv *_details.txt *_profile.md 2>/dev/null)
+    echo "ncu outputs in $OUT/ncu_stalls.tgz"
+fi

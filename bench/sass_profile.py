@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""sass_profile.py: where one profiled kernel launch spends its instructions and its warps'
+stall samples, from the SASS page that bench/ncu_stalls.sh writes (NAME_sass.csv: per
+instruction "Instructions Executed" and "Warp Stall Sampling (All Samples)").
+
+Instructions that run the same number of times mostly belong to one level of the kernel's loop
+nest (once per warp: the prologue; once per pair of spans: the staging; once per chunk: the
+loop), so the first table groups the executed instructions by that count: how many static
+instructions run that often, their share of all executed instructions and of the samples. The
+second lists the instructions with the most samples (a stall is charged to the instruction that
+waits, e.g. the branch after an mbarrier try-wait). --range A:B adds the totals of the static
+instructions A..B-1 (indices as printed), e.g. one loop body.
+
+Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...]"""
+import argparse
+import collections
+import csv
+import sys
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    for i, r in enumerate(rows):
+        if r and r[0] == "Address":
+            head, data = r, rows[i + 1:]
+            break
+    else:
+        sys.exit(f"{path}: no 'Address' header row (not an ncu --page source --csv file?)")
+    try:
+        ie = head.index("Instructions Executed")
+        ss = head.index("Warp Stall Sampling (All Samples)")
+    except ValueError as e:
+        sys.exit(f"{path}: column missing: {e}")
+    out = []
+    for r in data:
+        if len(r) <= max(ie, ss):
+            continue
+        try:
+            out.append((r[1].strip(), int(r[ie] or 0), int(r[ss] or 0)))
+        except ValueError:
+            sys.exit(f"{path}: a count that is not an integer in row {r[:2]}")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("csv")
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--range", action="append", default=[])
+    a = ap.parse_args()
+    ins = load(a.csv)
+    tot = sum(n for _, n, _ in ins) or 1
+    stot = sum(s for _, _, s in ins) or 1
+    print(f"{a.csv}: {len(ins)} static instructions, {sum(1 for _, n, _ in ins if n)} executed; "
+          f"{tot} warp instructions, {stot} stall samples")
+    cnt, stat, samp = collections.Counter(), collections.Counter(), collections.Counter()
+    for _, n, s in ins:
+        if n:
+            cnt[n] += n
+            stat[n] += 1
+            samp[n] += s
+    print("\n| times run | static instrs | warp instrs | share | samples | share |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for n, v in sorted(cnt.items(), key=lambda x: -x[1])[:a.classes]:
+        print(f"| {n} | {stat[n]} | {v} | {100 * v / tot:.1f} % | {samp[n]} | {100 * samp[n] / stot:.1f} % |")
+    print("\n| index | samples | times run | instruction |")
+    print("| --- | --- | --- | --- |")
+    for i in sorted(range(len(ins)), key=lambda i: -ins[i][2])[:a.top]:
+        print(f"| {i} | {ins[i][2]} | {ins[i][1]} | `{ins[i][0][:70]}` |")
+    for rg in a.range:
+        try:
+            lo, hi = (int(x) for x in rg.split(":"))
+        except ValueError:
+            sys.exit(f"--range {rg}: want A:B (two instruction indices)")
+        part = ins[lo:hi]
+        n, s = sum(x[1] for x in part), sum(x[2] for x in part)
+        print(f"\nrange {lo}:{hi}: {n} warp instructions ({100 * n / tot:.1f} %), {s} samples ({100 * s / stot:.1f} %)")
+
+
+if __name__ == "__main__":
+    main()
