@@ -16,7 +16,7 @@
 # (the short path's code present but off: what it costs the default), new with ATT_SHORT=64.
 # Prepare here, from a clean main:
 #   for t in old mid; do git worktree add build/${t}tree HEAD && rm build/${t}tree/.git; done
-#   git worktree prune; (cd build/midtree && git apply ../../bench/wip/chunk_ilp.patch)
+#   git worktree prune; (cd build/midtree && patch -p1 < ../../bench/wip/chunk_ilp.patch)
 #   rm -rf build/oldtree/tests/vectors build/oldtree/bench/runs build/midtree/tests/vectors build/midtree/bench/runs
 #   git apply bench/wip/chunk_ilp.patch bench/wip/att_short.patch && make -j2 all
 # Carry [".deps", "build/src/cuda", "build/oldtree", "build/midtree"]; timeout_s 600.
