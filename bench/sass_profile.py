@@ -8,8 +8,10 @@ nest (once per warp: the prologue; once per pair of spans: the staging; once per
 loop), so the first table groups the executed instructions by that count: how many static
 instructions run that often, their share of all executed instructions and of the samples. The
 second lists the instructions with the most samples (a stall is charged to the instruction that
-waits, e.g. the branch after an mbarrier try-wait). --range A:B adds the totals of the static
-instructions A..B-1 (indices as printed), e.g. one loop body.
+waits, e.g. the branch after an mbarrier try-wait), with its commonest stall reason. --range A:B
+adds the totals of the static instructions A..B-1 (indices as printed), e.g. one loop body,
+with the samples' reasons (long_sb: a global or shared-memory-barrier wait, e.g. an mbarrier's
+phase; wait: a fixed-latency dependency; short_sb: shared memory; barrier: __syncthreads).
 
 Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...]"""
 import argparse
@@ -32,15 +34,22 @@ def load(path):
         ss = head.index("Warp Stall Sampling (All Samples)")
     except ValueError as e:
         sys.exit(f"{path}: column missing: {e}")
+    reasons = [(c[len("stall_"):], i) for i, c in enumerate(head) if c.startswith("stall_") and "Not Issued" not in c]
     out = []
     for r in data:
-        if len(r) <= max(ie, ss):
+        if len(r) <= max([ie, ss] + [i for _, i in reasons]):
             continue
         try:
-            out.append((r[1].strip(), int(r[ie] or 0), int(r[ss] or 0)))
+            why = collections.Counter({n: int(r[i] or 0) for n, i in reasons})
+            out.append((r[1].strip(), int(r[ie] or 0), int(r[ss] or 0), why))
         except ValueError:
             sys.exit(f"{path}: a count that is not an integer in row {r[:2]}")
     return out
+
+
+def top_reasons(c, k=5):
+    c = +c  # drop zeros
+    return ", ".join(f"{n} {v}" for n, v in c.most_common(k)) or "-"
 
 
 def main():
@@ -51,12 +60,12 @@ def main():
     ap.add_argument("--range", action="append", default=[])
     a = ap.parse_args()
     ins = load(a.csv)
-    tot = sum(n for _, n, _ in ins) or 1
-    stot = sum(s for _, _, s in ins) or 1
-    print(f"{a.csv}: {len(ins)} static instructions, {sum(1 for _, n, _ in ins if n)} executed; "
+    tot = sum(x[1] for x in ins) or 1
+    stot = sum(x[2] for x in ins) or 1
+    print(f"{a.csv}: {len(ins)} static instructions, {sum(1 for x in ins if x[1])} executed; "
           f"{tot} warp instructions, {stot} stall samples")
     cnt, stat, samp = collections.Counter(), collections.Counter(), collections.Counter()
-    for _, n, s in ins:
+    for _, n, s, _w in ins:
         if n:
             cnt[n] += n
             stat[n] += 1
@@ -65,10 +74,10 @@ def main():
     print("| --- | --- | --- | --- | --- | --- |")
     for n, v in sorted(cnt.items(), key=lambda x: -x[1])[:a.classes]:
         print(f"| {n} | {stat[n]} | {v} | {100 * v / tot:.1f} % | {samp[n]} | {100 * samp[n] / stot:.1f} % |")
-    print("\n| index | samples | times run | instruction |")
-    print("| --- | --- | --- | --- |")
+    print("\n| index | samples | times run | reasons | instruction |")
+    print("| --- | --- | --- | --- | --- |")
     for i in sorted(range(len(ins)), key=lambda i: -ins[i][2])[:a.top]:
-        print(f"| {i} | {ins[i][2]} | {ins[i][1]} | `{ins[i][0][:70]}` |")
+        print(f"| {i} | {ins[i][2]} | {ins[i][1]} | {top_reasons(ins[i][3], 2)} | `{ins[i][0][:60]}` |")
     for rg in a.range:
         try:
             lo, hi = (int(x) for x in rg.split(":"))
@@ -76,7 +85,9 @@ def main():
             sys.exit(f"--range {rg}: want A:B (two instruction indices)")
         part = ins[lo:hi]
         n, s = sum(x[1] for x in part), sum(x[2] for x in part)
-        print(f"\nrange {lo}:{hi}: {n} warp instructions ({100 * n / tot:.1f} %), {s} samples ({100 * s / stot:.1f} %)")
+        why = sum((x[3] for x in part), collections.Counter())
+        print(f"\nrange {lo}:{hi}: {n} warp instructions ({100 * n / tot:.1f} %), {s} samples "
+              f"({100 * s / stot:.1f} %); reasons: {top_reasons(why, 7)}")
 
 
 if __name__ == "__main__":
