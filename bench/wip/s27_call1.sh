@@ -14,7 +14,7 @@
 # main + both. 1) test_cuda_forward under the default and under ATT_SHORT=64 (the fixtures
 # against transformers' logits), test_cuda_kernels; 2) alternating processes x3: old, mid, new
 # (the short path's code present but off: what it costs the default), new with ATT_SHORT=64.
-# Prepare here, from a clean main:
+# Prepare here, from a clean main (bench/wip/s27_prepare.sh does all of it):
 #   for t in old mid; do git worktree add build/${t}tree HEAD && rm build/${t}tree/.git; done
 #   git worktree prune; (cd build/midtree && patch -p1 < ../../bench/wip/chunk_ilp.patch)
 #   rm -rf build/oldtree/tests/vectors build/oldtree/bench/runs build/midtree/tests/vectors build/midtree/bench/runs
