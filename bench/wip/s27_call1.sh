@@ -9,7 +9,10 @@
 #    warp per query head with no block barrier between scores, softmax and P V (attention is
 #    ~9 us a layer at ctx 0, ~4.5 us of it the one tile's "tiles" phase); the fp32 tiles' bits
 #    (test_cuda_forward's new att_short_bits, a device count that it ran); k_attention 122 ->
-#    128 registers, no spills. Off by default.
+#    128 registers, no spills (the cap of its (256, 2) bounds: also re-time ATT_SHORT=0 against main,
+#    as the A/B below does). Off by default. A helper reviewed it (session 26): no bug found in the
+#    kernel; the test now pins ATT_FEW/WARM/DIAG_ATT_TWICE off, counts at least a block per kv head
+#    per short (layer, token), and covers 16 heads of 256 in one block and in head groups.
 # Trees: old = main (build/oldtree), mid = main + chunk_ilp (build/midtree), new = this tree =
 # main + both. 1) test_cuda_forward under the default and under ATT_SHORT=64 (the fixtures
 # against transformers' logits), test_cuda_kernels; 2) alternating processes x3: old, mid, new

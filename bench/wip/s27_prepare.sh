@@ -1,7 +1,8 @@
 #!/bin/sh
 # s27_prepare.sh (session 26): makes, here, what s27_call1.sh needs: build/oldtree (main),
 # build/midtree (main + chunk_ilp.patch), this tree with both patches applied and built. Run from
-# a clean main; undo with `git checkout src tests` (the patches are only applied, not committed).
+# a clean main; undo with `git checkout src tests bench/gpu_check.sh` (the patches are only
+# applied, not committed).
 set -e
 cd "$(dirname "$0")/../.."
 [ -z "$(git status --porcelain src tests)" ] || { echo "src or tests have changes: start from a clean main" >&2; exit 1; }
