@@ -4,7 +4,7 @@
 #  - bench/wip/chunk_ilp.patch: the span kernel's two units of a chunk in one basic block, so
 #    that their mma chains can interleave (the loop is latency-bound, ~9 cycles per issued
 #    instruction per warp, RESULTS v28); same sums in the same order, so the same bits; default
-#    instance 114 -> 119 registers, no spills.
+#    instance 112 -> 118 registers (on main after its review commit), no spills.
 #  - bench/wip/att_short.patch: GLIM_CUDA_ATT_SHORT=64, decode attention over at most 64 keys a
 #    warp per query head with no block barrier between scores, softmax and P V (attention is
 #    ~9 us a layer at ctx 0, ~4.5 us of it the one tile's "tiles" phase); the fp32 tiles' bits

@@ -145,26 +145,25 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
      * 64-bit index arithmetic, which the whole warp waited for (ncu, session 26: a quarter of the
      * loop's instructions were the refill). */
     int rq_pair = 0, rq_item = 0;
-    const uint4 *rq_pair_src = a.w, *rq_src = a.w;
+    const uint4 *rq_src = a.w;
     const size_t rq_istep = (size_t)w.H * nspan * uw;
     unsigned rq_bytes = 0;
-    if (nwr > 0 && npair > 0) {
+    auto pair_start = [&]() { /* the source and bytes of pair rq_pair's first chunk (span_chunk) */
+        if (rq_pair >= npair || nwr == 0) return;
         int rb, sf, n;
-        span_chunk(w, 0, 0, &rb, &sf, &n);
-        rq_pair_src = rq_src = a.w + ((size_t)rb * nspan + sf) * uw;
+        span_chunk(w, rq_pair, 0, &rb, &sf, &n);
+        rq_src = a.w + ((size_t)rb * nspan + sf) * uw;
         rq_bytes = (unsigned)n * ub;
-    }
+    };
+    pair_start();
     auto request = [&](uint64_t *sbar, uint4 *dst) -> bool {
         if (rq_pair >= npair || nwr == 0) return false;
         const uint4 *src = rq_src;
         const unsigned bytes = rq_bytes;
-        if (++rq_item == nwr) {
+        if (++rq_item == nwr) { /* once per pair: the item's index arithmetic is rare here */
             rq_item = 0;
             rq_pair++;
-            rq_pair_src += SPAN_CHUNK * uw;
-            rq_src = rq_pair_src;
-            const int s = w.sA + 2 * rq_pair;
-            rq_bytes = (unsigned)(min(s + 2, w.sB) - s) * ub;
+            pair_start();
         } else {
             rq_src += rq_istep;
         }
