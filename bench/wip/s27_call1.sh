@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27, results: RESULTS v29.)
 # s27_call1.sh (written in session 26, not yet run; ~8 minutes): two prepared changes, both
 # compiled here, neither yet run on a GPU:
 #  - bench/wip/chunk_ilp.patch: the span kernel's two units of a chunk in one basic block, so

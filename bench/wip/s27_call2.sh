@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27, results: RESULTS v29.)
 # session 27 call 2: ncu of attention (default and GLIM_CUDA_ATT_SHORT=64) at ctx ~3 and of
 # qkvg / o_proj with and without bytes; all under /tmp/r, tarred to $OUT
 cd "$(dirname "$0")/../.." || exit 1

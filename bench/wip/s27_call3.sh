@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27, results: RESULTS v29.)
 # s27_call3.sh (session 27): 1) bench/unit_probe.cu, never run since session 20 wrote it: units
 # per us per SM of the decode's own unit code with its bytes already in shared memory, at 8, 16
 # and 32 warps (plain, ahead, pairs, core, span); 2) the forward test on main (chunk_ilp landed)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/span_diag_chunk.patch, whose final form is call 7's; results: RESULTS v29.)
 # s27_call4.sh (session 27): where the span kernel's loop time goes when no weight bytes are
 # copied. unit_probe (call 3) found the unit code alone at 2.7-3.8x the memory's pace per SM,
 # yet the no-bytes decode's qkvg and o_proj loops are slower than their bytes: the diagnostics 6

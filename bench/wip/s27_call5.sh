@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/span_diag_chunk.patch, whose final form is call 7's; results: RESULTS v29.)
 # s27_call5.sh (session 27): call 4 found the span kernel's chunk bookkeeping alone (diagnostic
 # 7: no bytes, no staging, no units) at 12.6 us of gate/up's loop on an H100, as much as its
 # units. Which part: 8 = 7 without the refill's fence.proxy.async, 9 = 7 without the chunk's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/span_diag_chunk.patch, whose final form is call 7's; results: RESULTS v29.)
 # s27_call6.sh (session 27): call 5 fitted diagnostic 9's loop (no bytes, staging, units or chunk
 # waits) as ~1.8 us per launch + ~0.27 us per chunk per warp (o_proj 4 chunks a warp, qkvg 10,
 # down 20, gate/up 38). Further: 11 = 9 without the refill (lane 0's fence and arrive), 12 = 11

@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/span_diag_chunk.patch, whose final form is call 7's; results: RESULTS v29.)
 # s27_call7.sh (session 27): the span kernel's diagnostic switch and the matrix read from the
 # parameters once, before the loop. Call 6: with no bytes, staging, units, waits, refills or sums
 # (diagnostic 12) a chunk still cost ~0.16 us a warp; the PTX showed d.diag_ring loaded from the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/span_diag_chunk.patch, whose final form is call 7's; results: RESULTS v29.)
 # s27_call8.sh (session 27): where an empty chunk's ~0.15 us goes (diagnostic 12: no bytes,
 # staging, units, waits, refills or sums; calls 6-7). Nsight Compute on qkvg and down of the
 # 2-layer synthetic decode under GLIM_CUDA_DIAG_RING=12, with the SASS page's per-instruction

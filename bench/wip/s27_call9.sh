@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Run in session 27 on main + bench/wip/refill_predicated.patch; results: RESULTS v29: -0.4 %, not kept.)
 # s27_call9.sh (session 27): the span kernel's refill issued by lane 0 predicated, every lane
 # keeping the (warp-uniform) request state, so that the warp no longer diverges and reconverges
 # around lane 0's issue every chunk (call 8: under diagnostic 12 the per-chunk code's most
