@@ -7,7 +7,8 @@
 # for qkvg (10 -> 5 chunks a warp), o_proj (4 -> 2) and down (20 -> 10: its rings now start at
 # shared memory's offset 0, RAW stages no row); gate/up's do not (its 19 rows of sums take 62 KB)
 # and it keeps one row block a chunk. Same sums in the same order per row block: the same bits.
-# Compiled only (default instance 118 -> 122 registers, no spills); the request/loop walk is
+# Compiled only (default instance 118 -> 122 registers, no spills; a helper reviewed it: no bug, the
+# register-sum instances now keep rpc 1 at compile time, their spills as on main); the request/loop walk is
 # checked by bench/wip/two_rows_sim.py (528 cases). Prepare here, from a clean main:
 #   rm -rf build/oldtree && git worktree add build/oldtree HEAD && rm build/oldtree/.git &&
 #   git worktree prune && rm -rf build/oldtree/tests/vectors build/oldtree/bench/runs &&
