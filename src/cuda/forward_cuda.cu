@@ -109,12 +109,12 @@ extern "C" gcu_options gcu_options_default(void) {
      * its sums in shared memory against 128.4 / 127.4 for k_dmv_tma (+11 % at ctx 0, +12 % at 4k
      * and 32k); with the sums in registers 135.8 / 136.2 (the unrolled loop's code: gate/up's loop
      * 54.1 against 51.3 us) */
-    o.span = env_int("GLIM_CUDA_SPAN", 15);
     /* session 25 (H100, one call, alternating processes): 150.7 against 146.7 tok/s at ctx 0 (+2.5 %
      * at 4k, +2.3 % at 32k) with the span kernel's instance without the split tail compiled in;
      * the tail itself (session 22: 130.8 against 135.8 tok/s) was then removed, with the tail's
      * leftovers in the norm prologue and the lean k_dmv_tma's stack frame: 152.9 against 151.1
      * (+1.2 %, +1.0 % at 4k, +0.7 % at 32k; 4 processes each) */
+    o.span = env_int("GLIM_CUDA_SPAN", 15);
     o.span_warps = env_int("GLIM_CUDA_SPAN_WARPS", 0);
     o.span_acc = env_int("GLIM_CUDA_SPAN_ACC", 1);
     o.span_rows = env_int("GLIM_CUDA_SPAN_ROWS", 1);
