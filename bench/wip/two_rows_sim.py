@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Simulates k_dmv_span's ring walk with span_two_rows.patch: lane 0's requests (row blocks and
-units copied into each slot) against the loop's reads (which rows' units it computes from each
-slot), for every (pairs, rows, rpc, slots, last pair single) up to small sizes. A mismatch means
+"""Simulates k_dmv_span's ring walk with two row blocks a chunk (RPC 2, GLIM_CUDA_SPAN_TWO;
+written as bench/wip/span_two_rows.patch in session 27, landed in session 28): lane 0's requests
+(row blocks and units copied into each slot) against the loop's reads (which rows' units it
+computes from each slot), for every (pairs, rows, rpc, slots, last pair single) up to small sizes. A mismatch means
 the kernel would compute a unit from the wrong bytes."""
 import itertools
 

@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_BLOCKS_*,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_TWO, GLIM_CUDA_SPAN_BLOCKS_*,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -170,6 +170,14 @@ typedef struct gcu_options {
                        unrolled; 0: in registers, the loop unrolled (~4.5k instructions for
                        gate/up's 19 row blocks per block: its loop 5 % slower, session 22)
                        (GLIM_CUDA_SPAN_ACC) */
+    int span_two;   /* the products (mask as span) whose span kernel, with its sums in shared
+                       memory, takes two row blocks a chunk (4 units a ring slot, one barrier and
+                       one refill per two; where two slots of them fit, so never gate/up at the
+                       30B's shapes) instead of one (GLIM_CUDA_SPAN_TWO, 9: qkvg and down,
+                       +0.3 / +0.4 / +0.4 % at ctx 0 / 4k / 32k on an H100, 8 rounds in two
+                       calls; with o_proj too, -1 %: its ring, requested while attention runs,
+                       holds twice the bytes (2 slots of 4 units) and attention's tiles took
+                       7.3 us instead of 5.1; session 28, RESULTS v30) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs

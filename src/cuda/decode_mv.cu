@@ -249,10 +249,11 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 12; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place */
+    for (int k = 0; k < 16; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+                                     * (registers of two sizes, shared memory with 1 or 2 row blocks a chunk) */
         const int place = k >> 2;
         const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place == 2);
+                                         place >= 2, place == 3 ? 2 : 1);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -441,13 +442,27 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc) : NULL;
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
-    const int S = k ? dmv_span_slots(m, base, acc + scr, nw, c->tma_slots) : 0;
+    /* two row blocks per chunk (one wait and one refill per two; span_chunk 4 or 0, the products
+     * of GLIM_CUDA_SPAN_TWO) where two slots of them fit, else one; with the sums in registers, one. With two,
+     * a RAW product's rings start at 0: this kernel stages no row for it, so k_dmv_tma's staging
+     * area (`base`, 91 KB for down's 19968 columns) is not needed; with one, as before. */
+    int rpc = (c->span_chunk == 4 || c->span_chunk == 0) && c->span_acc ? 2 : 1, S = 0;
+    size_t off = base;
+    if (k && rpc == 2) {
+        const size_t off2 = c->pro == GCU_PRO_RAW ? 0 : base;
+        S = dmv_span_slots(m, off2, acc + scr, nw, 2, c->tma_slots);
+        if (S) off = off2;
+        else rpc = 1;
+    }
+    if (k && rpc == 1) S = dmv_span_slots(m, base, acc + scr, nw, 1, c->tma_slots);
+    const size_t slot_bytes = (size_t)2 * rpc * m->unit_bytes;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
-    if (!S || (size_t)per_warp * 64 > (size_t)S * 2 * m->unit_bytes) return 0;
-    const size_t bytes = base + (size_t)S * nw * 2 * m->unit_bytes + acc + scr;
+    if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
+    if (rpc == 2) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 2);
+    const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
     *smem = bytes;
@@ -459,8 +474,9 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->span_warps = nw;
     d->span_fewer = no < most; /* host's note for the launch count: fewer blocks */
     d->tslots = S;
-    d->tchunk = 2;
-    d->tring_off = (int)base;
+    d->tchunk = 2 * rpc;
+    d->span_rpc = rpc;
+    d->tring_off = (int)off;
     return 1;
 }
 

@@ -78,6 +78,7 @@ struct DmvArgs {
     int span_warps;
     int span_acc_off, span_srows;
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
+    int span_rpc;     /* its row blocks per chunk (one slot, one barrier): 1 or 2 */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
@@ -332,13 +333,15 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 /* decode_mv_span.cu (GLIM_CUDA_SPAN): the span-major kernel for the integer path (pps 2 or 4)
  * whose blocks own at most rb_max row blocks, their sums in registers (SPAN_RB_SMALL or
  * SPAN_RB_MAX of them: NULL past that) or with smem_sums in shared memory (any number); and
- * the slots of 2 units per warp ring that fit past byte `off` for `warps` warps, leaving
- * `keep` bytes after the rings (at most max_slots when > 0; 0 if under 2). */
+ * the slots (rpc row blocks' 2 units each) per warp ring that fit past byte `off` for `warps`
+ * warps, leaving `keep` bytes after the rings (at most max_slots when > 0; 0 if under 2). */
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums);
-int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots);
+/* the span-major kernel for a format, the warp's most row blocks, the sums' place (shared memory
+ * or registers) and row blocks per chunk (2 only with the sums in shared memory) */
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc);
+int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between
  * them, each warp's ring running on across them (the integer path, MLX 4-bit with groups of 32

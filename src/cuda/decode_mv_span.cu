@@ -26,10 +26,15 @@
  * under PDL at once (+2 % at ctx 0, session 24). Evening the shares on every SM instead
  * (session 23's clusters of 2 blocks owning row blocks together, removed) gained nothing.
  *
- * A warp's stream: per pair of spans, per row block, one chunk of the two units (rb, s) and
- * (rb, s + 1), contiguous in the matrix, one bulk copy into the next slot of its ring (a
- * warp with an odd number of spans ends on a single unit). The ring is requested before the PDL
- * wait as in k_dmv_tma.
+ * A warp's stream: per pair of spans, per row block, the two units (rb, s) and (rb, s + 1),
+ * contiguous in the matrix, one bulk copy (a warp with an odd number of spans ends on a single
+ * unit); a chunk, one slot of its ring behind one barrier, is RPC such row blocks (2 for
+ * GLIM_CUDA_SPAN_TWO's products where shared memory holds two slots of them: qkvg and down by
+ * default; the last of a pair may have one), so that the wait, the refill and the loop's other
+ * bookkeeping per chunk, about half of a no-bytes chunk of one row block (RESULTS v29), are paid
+ * once per two (qkvg's loop 12.2 -> 10.9 us, down's 25.9 -> 23.6 on an H100; +0.3 % a token,
+ * session 28). The ring is requested before the PDL wait as in k_dmv_tma; with two row blocks a
+ * slot its 2 slots hold twice the bytes, which cost attention 2 us a layer where o_proj did it.
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
@@ -40,7 +45,7 @@
  * k_dmv_tma's (tma_rows), so the residual written by block 0 and the digits are the same bits. */
 #include "cuda/decode_mv_tma.cuh"
 
-#define SPAN_CHUNK 2 /* units per slot: one row block at a pair of spans */
+#define SPAN_CHUNK 2 /* units per row block of a chunk: one row block at a pair of spans */
 #define SPAN_SCRATCH_U4 (SPAN_SCRATCH_BYTES / 16) /* a warp's staging scratch: two spans' digits
                                                  * (2 x 24), (E, sum) of up to 8 groups (4) */
 static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
@@ -72,9 +77,10 @@ __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp) {
     return w;
 }
 
-/* Chunk `item` (< w.nw) of the warp's pair p of spans: its row block `item` at both spans (one
+/* Item `item` (< w.nw) of the warp's pair p of spans: its row block `item` at both spans (one
  * unit at a single last span). *rb: its row block, *sf: its first span, *n: its units (1 or 2,
- * contiguous). The loop and the ring's requests walk the same items. */
+ * contiguous). A chunk is d.span_rpc consecutive items; the loop and the ring's requests walk the
+ * same items. */
 __device__ __forceinline__ void span_chunk(const SpanWork &w, int p, int item, int *rb, int *sf, int *n) {
     const int s = w.sA + 2 * p;
     *rb = w.r0 + w.h + item * w.H;
@@ -115,8 +121,10 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
- * the d.span_srows rows of its own). */
-template <int PPS, bool SBF32, int RB>
+ * the d.span_srows rows of its own). RPC: row blocks per chunk (1, or 2 with RB == 0), fixed at
+ * compile time: as a run-time value (session 28, call 1) its branches made the one-row instance
+ * gate/up runs 0.9 us a layer slower, more than the two-row chunks gave the other products. */
+template <int PPS, bool SBF32, int RB, int RPC>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -129,7 +137,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const int nwr = w.nw; /* the warp's row blocks: <= RB (the host's choice) */
     const int npair = (w.sB - w.sA + 1) / 2;
     const unsigned ub = (unsigned)uw * 16u;
-    const size_t cstep = (size_t)SPAN_CHUNK * uw;
+    static_assert(RPC == 1 || (RPC == 2 && RB == 0), "two row blocks a chunk only with the sums in shared memory");
+    constexpr int rpc = RPC; /* d.span_rpc, the host's choice */
+    const size_t cstep = (size_t)SPAN_CHUNK * rpc * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
     uint4 *scr = (uint4 *)((char *)dmv_smem + d.span_scr_off) + (size_t)warp * SPAN_SCRATCH_U4;
     uint64_t *bar = bars[warp];
@@ -160,19 +170,24 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         if (rq_pair >= npair || nwr == 0) return false;
         const uint4 *src = rq_src;
         const unsigned bytes = rq_bytes;
-        if (++rq_item == nwr) { /* once per pair: the item's index arithmetic is rare here */
+        const bool second = rpc == 2 && rq_item + 1 < nwr; /* the chunk's second row block */
+        /* (one row block a chunk: `++rq_item == nwr`, main's test before session 28, whose code
+         * the one-row instance keeps exactly) */
+        if (rpc == 1 ? ++rq_item == nwr : (rq_item += rpc) >= nwr) { /* once per pair: rare */
             rq_item = 0;
             rq_pair++;
             pair_start();
         } else {
-            rq_src += rq_istep;
+            rq_src += rpc * rq_istep;
         }
         if (d.diag_ring == 4) { /* a timing diagnostic: no bytes, the phase completes on this arrival */
             gcu_mbar_expect_tx(sbar, 0);
             return true;
         }
-        gcu_mbar_expect_tx(sbar, bytes);
+        /* the row blocks' units one after the other in the slot, both copies on one barrier */
+        gcu_mbar_expect_tx(sbar, second ? 2 * bytes : bytes);
         gcu_bulk_g2s(dst, src, bytes, sbar, pol);
+        if (second) gcu_bulk_g2s((char *)dst + bytes, src + rq_istep, bytes, sbar, pol);
         return true;
     };
     if (lane == 0) {
@@ -226,27 +241,33 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     uint4 b01[2], b23[2];
     I8SpanF<PPS> f[2]; /* the pair's spans' factors, read once per pair */
     const float2 *ep0 = (const float2 *)(scr + 2 * DMV_I8_SPAN_U4), *ep1 = ep0 + PPS;
-    /* one chunk into a2: n units (1 or 2) at the pair's spans */
-    auto chunk = [&](float *a2, int n) {
-        gcu_mbar_wait(&bar[slot], phase);
+    /* one row block's n units (1 or 2, at the pair's spans) at p into a2 */
+    auto units = [&](const uint4 *p, float *a2, int n) {
         /* both units' loads before the first's arithmetic where their registers fit (bf16
          * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
          * scales, which load the second unit after the first's arithmetic */
         constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
         MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
-        tma_unit_load(u0, up, lane);
+        tma_unit_load(u0, p, lane);
         if (n == 2) {
             /* both units in one basic block, so that the scheduler can interleave their two
              * independent mma chains (behind `if (n == 2)` the second unit's chain began only
              * after the first's: the loop is latency-bound, ~9 cycles per instruction per warp,
              * RESULTS v28). The sums are added in the same order as before: the same bits. */
-            if (BOTH) tma_unit_load(u1, up + uw, lane);
+            if (BOTH) tma_unit_load(u1, p + uw, lane);
             dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
-            if (!BOTH) tma_unit_load(u1, up + uw, lane);
+            if (!BOTH) tma_unit_load(u1, p + uw, lane);
             dmv_unit_i8_f<PPS, SBF32>(u1, b01[1], b23[1], f[1], a2);
         } else {
             dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
         }
+    };
+    /* one chunk: a row block's n units into aA and, with second, the next row block's into aB
+     * (each row block's sums in the same order as with a chunk per row block: the same bits) */
+    auto chunk = [&](float *aA, float *aB, int n, bool second) {
+        gcu_mbar_wait(&bar[slot], phase);
+        units(up, aA, n);
+        if (second) units(up + n * uw, aB, n);
         /* the chunk's bytes (and the scratch's group sums) are read by every lane: refill its
          * slot (and, after the pair's last chunk, the scratch may be staged again) */
         __syncwarp();
@@ -261,12 +282,18 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             up = ring;
         }
     };
-    /* a chunk into the sums of shared-memory row r */
+    /* a chunk into the sums of shared-memory rows r and, with a second row block, r + 1 */
     auto chunk_smem = [&](int r, int n) {
+        const bool second = rpc == 2 && r + 1 < nwr;
         const float2 x = sacc[r * 32];
-        float a2[2] = {x.x, x.y};
-        chunk(a2, n);
-        sacc[r * 32] = make_float2(a2[0], a2[1]);
+        float aA[2] = {x.x, x.y}, aB[2] = {0.0f, 0.0f};
+        if (second) {
+            const float2 y = sacc[(r + 1) * 32];
+            aB[0] = y.x, aB[1] = y.y;
+        }
+        chunk(aA, aB, n, second);
+        sacc[r * 32] = make_float2(aA[0], aA[1]);
+        if (second) sacc[(r + 1) * 32] = make_float2(aB[0], aB[1]);
     };
     float v[8];
     if (npair > 0) span_pair_values(d, row, w.sA, w.sB, lane, v);
@@ -285,10 +312,10 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
 #pragma unroll
             for (int r = 0; r < RB; r++) {
                 if (r >= nwr) break; /* warp-uniform */
-                chunk(acc[r], two);
+                chunk(acc[r], acc[r], two, false); /* sums in registers: a row block a chunk (rpc 1) */
             }
         } else {
-            for (int r = 0; r < nwr; r++) chunk_smem(r, two);
+            for (int r = 0; r < nwr; r += rpc) chunk_smem(r, two);
         }
         __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
@@ -335,27 +362,27 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     dmv_block_end(d, tl_t);
 }
 
-template <int RB>
+template <int RB, int RPC>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB>;
-    case 5: return (const void *)k_dmv_span<2, true, RB>;
-    case 8: return (const void *)k_dmv_span<4, false, RB>;
-    case 9: return (const void *)k_dmv_span<4, true, RB>;
+    case 4: return (const void *)k_dmv_span<2, false, RB, RPC>;
+    case 5: return (const void *)k_dmv_span<2, true, RB, RPC>;
+    case 8: return (const void *)k_dmv_span<4, false, RB, RPC>;
+    case 9: return (const void *)k_dmv_span<4, true, RB, RPC>;
     }
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums) {
-    if (smem_sums) return span_pick<0>(pps, sbf32);
-    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL>(pps, sbf32);
-    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX>(pps, sbf32);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc) {
+    if (smem_sums) return rpc == 2 ? span_pick<0, 2>(pps, sbf32) : span_pick<0, 1>(pps, sbf32);
+    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, 1>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, 1>(pps, sbf32);
     return NULL;
 }
 
-int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int max_slots) {
+int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots) {
     if (off + keep >= TMA_SMEM_MAX || warps < 1) return 0;
-    long long S = (long long)(TMA_SMEM_MAX - off - keep) / ((long long)warps * SPAN_CHUNK * m->unit_bytes);
+    long long S = (long long)(TMA_SMEM_MAX - off - keep) / ((long long)warps * SPAN_CHUNK * rpc * m->unit_bytes);
     if (S > TMA_SLOTS) S = TMA_SLOTS;
     if (max_slots > 0 && S > max_slots) S = max_slots;
     return S < 2 ? 0 : (int)S;

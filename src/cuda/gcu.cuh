@@ -229,6 +229,10 @@ typedef struct gcu_dmv_call {
      * (launched under PDL) at once; span_blocks: at most this many blocks (0: one per SM),
      * before span_even's choice (GLIM_CUDA_SPAN_BLOCKS_*: a sweep of the shares) */
     int span, span_warps, span_acc, span_rows, span_even, span_blocks;
+    /* span_chunk: the span kernel's units per ring slot with its sums in shared memory, 4 (two
+     * row blocks a chunk where two slots of them fit; 0, the tests' zeroed calls, too) or 2
+     * (one); the decode sets it per product from GLIM_CUDA_SPAN_TWO */
+    int span_chunk;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
