@@ -174,7 +174,7 @@ typedef struct gcu_options {
                        memory, takes two row blocks a chunk (4 units a ring slot, one barrier and
                        one refill per two; where two slots of them fit, so never gate/up at the
                        30B's shapes) instead of one (GLIM_CUDA_SPAN_TWO, 9: qkvg and down,
-                       +0.3 / +0.4 / +0.4 % at ctx 0 / 4k / 32k on an H100, 8 rounds in two
+                       ~+0.2 % at ctx 0 and ~+0.4 % at 32k on an H100, 12 rounds in three
                        calls; with o_proj too, -1 %: its ring, requested while attention runs,
                        holds twice the bytes (2 slots of 4 units) and attention's tiles took
                        7.3 us instead of 5.1; session 28, RESULTS v30) */
