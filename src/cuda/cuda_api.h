@@ -37,7 +37,7 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_UNIT_AHEAD,
- * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_TWO, GLIM_CUDA_SPAN_BLOCKS_*,
+ * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_TWO, GLIM_CUDA_SPAN_LATE, GLIM_CUDA_SPAN_BLOCKS_*,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN override the defaults; GLIM_CUDA_DIAG_WINDOW,
  * GLIM_CUDA_DIAG_RING, GLIM_CUDA_DIAG_ATT_TWICE and GLIM_CUDA_DIAG_NOPE are timing diagnostics). */
 typedef struct gcu_options {
@@ -178,6 +178,13 @@ typedef struct gcu_options {
                        calls; with o_proj too, -1 %: its ring, requested while attention runs,
                        holds twice the bytes (2 slots of 4 units) and attention's tiles took
                        7.3 us instead of 5.1; session 28, RESULTS v30) */
+    int span_late;  /* the products (mask as span) whose one-row span kernel requests only its
+                       ring's first slot before the PDL wait, the rest after the prologue: for
+                       o_proj, half the bytes requested while attention runs, which slow
+                       attention's first pass (RESULTS v30) (GLIM_CUDA_SPAN_LATE, 6: o_proj and
+                       gate/up, +0.5 / +0.75 / +0.65 % at ctx 0 / 4k / 32k on an H100, ahead in
+                       all 5 rounds at every context; attention's step 9.7 -> 8.6 us; o_proj
+                       alone ~0, gate/up alone -0.45 %; session 28) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs

@@ -249,11 +249,12 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 16; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
-                                     * (registers of two sizes, shared memory with 1 or 2 row blocks a chunk) */
+    for (int k = 0; k < 20; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+                                     * (registers of two sizes, shared memory with 1 or 2 row blocks
+                                     * a chunk, or 1 and the late ring) */
         const int place = k >> 2;
         const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place >= 2, place == 3 ? 2 : 1);
+                                         place >= 2, place == 3 ? 2 : 1, place == 4);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -442,7 +443,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1) : NULL;
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     /* two row blocks per chunk (one wait and one refill per two; span_chunk 4 or 0, the products
@@ -461,7 +462,8 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const size_t slot_bytes = (size_t)2 * rpc * m->unit_bytes;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
-    if (rpc == 2) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 2);
+    if (rpc == 2) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 2, 0);
+    else if (c->span_late && c->span_acc) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, 1, 1, 1);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;

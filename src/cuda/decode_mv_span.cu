@@ -35,6 +35,9 @@
  * once per two (qkvg's loop 12.2 -> 10.9 us, down's 25.9 -> 23.6 on an H100; +0.3 % a token,
  * session 28). The ring is requested before the PDL wait as in k_dmv_tma; with two row blocks a
  * slot its 2 slots hold twice the bytes, which cost attention 2 us a layer where o_proj did it.
+ * LATE (GLIM_CUDA_SPAN_LATE's products, o_proj and gate/up by default): only the first slot
+ * before the wait, the others after the prologue; o_proj's early bytes slowed attention's cold
+ * first pass over its tiles (5.3 -> 4.2 us with LATE; +0.5 % a token with gate/up's too).
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
@@ -124,7 +127,7 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
  * the d.span_srows rows of its own). RPC: row blocks per chunk (1, or 2 with RB == 0), fixed at
  * compile time: as a run-time value (session 28, call 1) its branches made the one-row instance
  * gate/up runs 0.9 us a layer slower, more than the two-row chunks gave the other products. */
-template <int PPS, bool SBF32, int RB, int RPC>
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -138,6 +141,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     const int npair = (w.sB - w.sA + 1) / 2;
     const unsigned ub = (unsigned)uw * 16u;
     static_assert(RPC == 1 || (RPC == 2 && RB == 0), "two row blocks a chunk only with the sums in shared memory");
+    static_assert(!LATE || (RB == 0 && RPC == 1), "the late ring only on the one-row shared-memory instance");
     constexpr int rpc = RPC; /* d.span_rpc, the host's choice */
     const size_t cstep = (size_t)SPAN_CHUNK * rpc * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
@@ -193,7 +197,9 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     if (lane == 0) {
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
-        for (int j = 0; j < S && request(&bar[j], ring + j * cstep); j++) {
+        /* LATE (GLIM_CUDA_SPAN_LATE's products): one slot before the wait, half the bytes
+         * requested while the previous kernel (for o_proj, attention) still runs */
+        for (int j = 0; j < (LATE ? 1 : S) && request(&bar[j], ring + j * cstep); j++) {
         }
     }
     __syncwarp();
@@ -210,6 +216,11 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
      * nothing before the loop, each warp reads its own spans from global memory */
     if (rows) tma_rows(d, m, scratch, wa, wo);
+    if constexpr (LATE) { /* the ring's other slots, before lane 0's loop refills */
+        if (lane == 0)
+            for (int j = 1; j < S && request(&bar[j], ring + j * cstep); j++) {
+            }
+    }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
     if (threadIdx.x == 0) dmv_stamp(d, 3);
@@ -362,21 +373,24 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
     dmv_block_end(d, tl_t);
 }
 
-template <int RB, int RPC>
+template <int RB, int RPC, bool LATE>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB, RPC>;
-    case 5: return (const void *)k_dmv_span<2, true, RB, RPC>;
-    case 8: return (const void *)k_dmv_span<4, false, RB, RPC>;
-    case 9: return (const void *)k_dmv_span<4, true, RB, RPC>;
+    case 4: return (const void *)k_dmv_span<2, false, RB, RPC, LATE>;
+    case 5: return (const void *)k_dmv_span<2, true, RB, RPC, LATE>;
+    case 8: return (const void *)k_dmv_span<4, false, RB, RPC, LATE>;
+    case 9: return (const void *)k_dmv_span<4, true, RB, RPC, LATE>;
     }
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc) {
-    if (smem_sums) return rpc == 2 ? span_pick<0, 2>(pps, sbf32) : span_pick<0, 1>(pps, sbf32);
-    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, 1>(pps, sbf32);
-    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, 1>(pps, sbf32);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {
+    if (smem_sums)
+        return rpc == 2 ? span_pick<0, 2, false>(pps, sbf32)
+               : late   ? span_pick<0, 1, true>(pps, sbf32)
+                        : span_pick<0, 1, false>(pps, sbf32);
+    if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, 1, false>(pps, sbf32);
+    if (rb_max <= SPAN_RB_MAX) return span_pick<SPAN_RB_MAX, 1, false>(pps, sbf32);
     return NULL;
 }
 

@@ -233,6 +233,9 @@ typedef struct gcu_dmv_call {
      * row blocks a chunk where two slots of them fit; 0, the tests' zeroed calls, too) or 2
      * (one); the decode sets it per product from GLIM_CUDA_SPAN_TWO */
     int span_chunk;
+    /* span_late: with one row block a chunk and the sums in shared memory, the ring's first
+     * slot requested before the PDL wait and the rest after the prologue */
+    int span_late;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
