@@ -10,6 +10,10 @@
 # comma-separated settings (new,GLIM_CUDA_X=1). CHECKS="SETTINGS..." runs this tree's forward
 # test under each first; KTESTS=1 its kernel and hooks tests. Each item appends a
 # `glimmer bench --synthetic --prompt 0 --timeline -n 32` to $OUT/e.md and prints its tok/s.
+# At the end: each item's means, its rounds (ctx 0 / 4k / 32k per process, in order: whether a
+# lead holds round by round), and with STEPS="qkvg, attention (sliding), o_proj" (kernel names
+# as the timeline writes them, comma-separated) those kernels' ctx-0 rows of each item's first
+# process (step, first block start, block wait / prologue / loop).
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/ab_out}
 mkdir -p "$OUT"
@@ -44,3 +48,16 @@ awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); 
   /^\| decode @ ctx/{k++; s[v, k] += $3; if (k == 3) n[v]++; if (!(v in seen)) {seen[v] = 1; order[++no] = v}}
   END {print "means:"; for (i = 1; i <= no; i++) {v = order[i]; if (!n[v]) continue;
        printf "  %s (%d): %.1f / %.1f / %.1f tok/s\n", v, n[v], s[v,1]/n[v], s[v,2]/n[v], s[v,3]/n[v]}}' $OUT/e.md
+awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); next}
+  /^\| decode @ ctx/{r[v] = r[v] sprintf(" %s", $3); if (++k[v] % 3 == 0) r[v] = r[v] " |";
+                     if (!(v in seen)) {seen[v] = 1; order[++no] = v}}
+  END {print "rounds (ctx 0 / 4k / 32k | ...):"; for (i = 1; i <= no; i++) printf "  %s:%s\n", order[i], r[order[i]]}' $OUT/e.md
+if [ -n "${STEPS:-}" ]; then
+  echo "ctx-0 steps of each item's first process (us: step; first block start; wait / prologue / loop):"
+  awk -F'|' -v want="${STEPS}" '
+    BEGIN {n = split(want, w, / *, */)}
+    /^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); t = (v in done) ? 0 : 1; done[v] = 1; tab = 0; next}
+    /^timeline @ ctx/{tab++}
+    t && tab == 1 && /^\| [a-z]/ {name = $2; gsub(/^ +| +$/, "", name);
+      for (i = 1; i <= n; i++) if (name == w[i]) printf "  %s: %s: %s; %s; %s\n", v, name, $4, $5, $10}' $OUT/e.md
+fi
