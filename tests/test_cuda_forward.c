@@ -545,6 +545,31 @@ static void span_even_bits(void) {
                    wide.n_layers);
 }
 
+/* GLIM_CUDA_SPAN_TWO=15 (two row blocks per ring slot of the span kernel, one wait and one
+ * refill per two) adds each row block's units in the order of one row block a slot, and
+ * GLIM_CUDA_SPAN_LATE=15 (one slot requested before the PDL wait, the rest after the prologue)
+ * only moves when bytes are requested: both must give the same logits bit for bit as neither, on
+ * the wide model with the sums in shared memory (the only place either applies), and must have
+ * run (their launch counts: every product fits two slots of two row blocks at these shapes, so
+ * at least one launch per layer). */
+static void span_chunk_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN",
+                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const off[] = {"0", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const two[] = {"15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    const glim_synth_spec wide = switch_spec(1, 43);
+    switch_bits_of("span_two", wide, 2 * wide.sliding_window + 3, 9, names, off, two, gcu_dmv_two_count,
+                   wide.n_layers);
+    static const char *const lnames[] = {"GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN",
+                                         "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const late[] = {"15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    switch_bits_of("span_late", wide, 2 * wide.sliding_window + 3, 9, lnames, off, late, gcu_dmv_late_count,
+                   wide.n_layers);
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -732,6 +757,7 @@ int main(void) {
     RUN(att_pass_bits);
     RUN(span_loop);
     RUN(span_even_bits);
+    RUN(span_chunk_bits);
     RUN(rewind_on_gpu);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);

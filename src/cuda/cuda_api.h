@@ -299,6 +299,10 @@ long gcu_dmv_span_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_SPAN_BLOCKS_*). */
 long gcu_dmv_even_count(void);
+/* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on the
+ * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
+long gcu_dmv_two_count(void);
+long gcu_dmv_late_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
 int gcu_sm_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */

@@ -464,6 +464,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
     if (rpc == 2) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 2, 0);
     else if (c->span_late && c->span_acc) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, 1, 1, 1);
+    d->span_late = rpc == 1 && c->span_late && c->span_acc;
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
@@ -561,6 +562,10 @@ static long span_count; /* launches enqueued on the span-major kernel (gcu_dmv_s
 extern "C" long gcu_dmv_span_count(void) { return span_count; }
 static long even_count; /* of those, on fewer blocks by span_even or span_blocks (gcu_dmv_even_count) */
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
+static long two_count; /* of those, two row blocks a chunk (gcu_dmv_two_count) */
+extern "C" long gcu_dmv_two_count(void) { return two_count; }
+static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) */
+extern "C" long gcu_dmv_late_count(void) { return late_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -577,6 +582,8 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && fn == dmv_lean_kernel(c, &d)) ahead_count++; /* (NULL off the lean path) */
     if (s == GLIM_OK && d.span_warps) span_count++;
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     return s;
 }
 

@@ -80,6 +80,7 @@ struct DmvArgs {
     int span_rows;    /* its row groups H: warp sg H + h owns span group sg of row blocks h + i H */
     int span_rpc;     /* its row blocks per chunk (one slot, one barrier): 1 or 2 */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
+    int span_late;    /* host's note: the LATE instance (GLIM_CUDA_SPAN_LATE; gcu_dmv_late_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
