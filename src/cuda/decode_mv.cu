@@ -447,9 +447,10 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     /* two row blocks per chunk (one wait and one refill per two; span_chunk 4 or 0, the products
-     * of GLIM_CUDA_SPAN_TWO) where two slots of them fit, else one; with the sums in registers, one. With two,
-     * a RAW product's rings start at 0: this kernel stages no row for it, so k_dmv_tma's staging
-     * area (`base`, 91 KB for down's 19968 columns) is not needed; with one, as before. */
+     * of GLIM_CUDA_SPAN_TWO) where two slots of them fit, else one; with the sums in registers,
+     * one. With two, a RAW product's rings start at 0: this kernel stages no row for it, so
+     * k_dmv_tma's staging area (`base`, 91 KB for down's 19968 columns) is not needed; with one,
+     * as before. */
     int rpc = (c->span_chunk == 4 || c->span_chunk == 0) && c->span_acc ? 2 : 1, S = 0;
     size_t off = base;
     if (k && rpc == 2) {

@@ -125,8 +125,10 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
  * the d.span_srows rows of its own). RPC: row blocks per chunk (1, or 2 with RB == 0), fixed at
- * compile time: as a run-time value (session 28, call 1) its branches made the one-row instance
- * gate/up runs 0.9 us a layer slower, more than the two-row chunks gave the other products. */
+ * compile time: as a run-time value (session 28, call 1) its branches made the one-row
+ * instance, which gate/up runs, 0.9 us a layer slower, more than the two-row chunks gave the
+ * other products. LATE: the ring's first slot before the PDL wait, the rest after the prologue
+ * (GLIM_CUDA_SPAN_LATE's products, with one row block a chunk). */
 template <int PPS, bool SBF32, int RB, int RPC, bool LATE>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
