@@ -443,6 +443,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
+    /* whether an instance takes the call (every row-block and ring choice has one if this does) */
     const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
@@ -463,9 +464,9 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const size_t slot_bytes = (size_t)2 * rpc * m->unit_bytes;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
-    if (rpc == 2) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 2, 0);
-    else if (c->span_late && c->span_acc) k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, 1, 1, 1);
+    /* the instance for the row blocks a chunk and the late ring (one row, sums in shared memory) */
     d->span_late = rpc == 1 && c->span_late && c->span_acc;
+    k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
