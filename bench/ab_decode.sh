@@ -43,15 +43,13 @@ for v in "$@"; do
   echo "$v: $(grep -E '^\| decode' $OUT/e.md | tail -3 | awk -F'|' '{printf "%s %s; ", $3, $7}')"
 done
 # The items' means, one line per distinct item (repeats averaged), ctx 0 / 4k / 32k tok/s, in
-# the order the items first ran: the A/B's answer in one place
+# the order the items first ran: the A/B's answer in one place; then each item's rounds
 awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); k=0; next}
-  /^\| decode @ ctx/{k++; s[v, k] += $3; if (k == 3) n[v]++; if (!(v in seen)) {seen[v] = 1; order[++no] = v}}
-  END {print "means:"; for (i = 1; i <= no; i++) {v = order[i]; if (!n[v]) continue;
-       printf "  %s (%d): %.1f / %.1f / %.1f tok/s\n", v, n[v], s[v,1]/n[v], s[v,2]/n[v], s[v,3]/n[v]}}' $OUT/e.md
-awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); next}
-  /^\| decode @ ctx/{r[v] = r[v] sprintf(" %s", $3); if (++k[v] % 3 == 0) r[v] = r[v] " |";
+  /^\| decode @ ctx/{k++; s[v, k] += $3; r[v] = r[v] sprintf(" %s", $3); if (k == 3) {n[v]++; r[v] = r[v] " |"}
                      if (!(v in seen)) {seen[v] = 1; order[++no] = v}}
-  END {print "rounds (ctx 0 / 4k / 32k | ...):"; for (i = 1; i <= no; i++) printf "  %s:%s\n", order[i], r[order[i]]}' $OUT/e.md
+  END {print "means:"; for (i = 1; i <= no; i++) {v = order[i]; if (!n[v]) continue;
+       printf "  %s (%d): %.1f / %.1f / %.1f tok/s\n", v, n[v], s[v,1]/n[v], s[v,2]/n[v], s[v,3]/n[v]}
+       print "rounds (ctx 0 / 4k / 32k | ...):"; for (i = 1; i <= no; i++) printf "  %s:%s\n", order[i], r[order[i]]}' $OUT/e.md
 if [ -n "${STEPS:-}" ]; then
   echo "ctx-0 steps of each item's first process (us: step; first block start; wait / prologue / loop):"
   awk -F'|' -v want="${STEPS}" '
