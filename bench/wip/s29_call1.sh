@@ -6,7 +6,8 @@
 # v30): LATE on qkvg and down together, before o_proj and gate/up had it, was -0.3 % (call 6,
 # span_late.patch); with LATE=6 the pre-wait bytes meet other kernels' tails than then. Down's
 # blocks start ~2 us later since its ring holds two rows a slot (first block -1.6 against -4.4
-# us), which LATE on down may undo. Prepare here, from a clean main:
+# us), which LATE on down may undo. Prepare here, from a clean main (the patch applies from
+# 6e611cb on, where dmv_span_plan picks its instance once):
 #   git apply bench/wip/span_late_two.patch && make -j2 all
 # Carry [".deps", "build/src/cuda"]; timeout_s 300. Land the patch if a mask with 1 or 8 beats 6
 # in every round at every context (the tests below pass first: the forward test under the
