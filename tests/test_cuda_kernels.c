@@ -150,42 +150,82 @@ static void matvec_split_rows(void) {
     check_matvec(517, 6656, 4, 64, GLIM_DT_BF16, 20, 1);
 }
 
+/* The gate/up pair with the SwiGLU epilogue, I outputs of width K, against the CPU. */
+static void check_swiglu(int T, int64_t I, int64_t K) {
+    hmat g = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f), u = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f);
+    float *x = rand_vec((size_t)(T * K), 2.0f);
+    float *rg = malloc(sizeof(float) * T * I), *ru = malloc(sizeof(float) * T * I), *out = malloc(sizeof(float) * T * I);
+    cpu_matmul(NULL, rg, x, T, &g.m);
+    cpu_matmul(NULL, ru, x, T, &u.m);
+    cpu_swiglu(rg, rg, ru, (int)(T * I));
+    glim_error err;
+    glim_status st = gcu_test_matvec(&g.m, &u.m, x, T, GCU_EPI_SWIGLU, 0, 0, 1, out, &err);
+    char what[96];
+    snprintf(what, sizeof what, "swiglu epilogue %lldx%lld T %d", (long long)I, (long long)K, T);
+    CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+    if (st == GLIM_OK) compare(what, out, rg, (size_t)(T * I), 1e-4, 1e-3);
+    free(x), free(rg), free(ru), free(out);
+    free_mat(&g), free_mat(&u);
+}
+
+/* The head's epilogue (multiplier, softcap) on V rows of width K, logits large enough to bend. */
+static void check_softcap(int T, int64_t V, int64_t K) {
+    hmat h = make_mat(V, K, 4, 32, GLIM_DT_BF16, 3.0f * sqrtf(128.0f / (float)K));
+    float *xh = rand_vec((size_t)(T * K), 2.0f);
+    float *ref = malloc(sizeof(float) * T * V), *o2 = malloc(sizeof(float) * T * V);
+    cpu_matmul(NULL, ref, xh, T, &h.m);
+    cpu_logit_softcap(ref, (int)(T * V), 0.19611613f, 20.0f);
+    glim_error err;
+    glim_status st = gcu_test_matvec(&h.m, NULL, xh, T, GCU_EPI_SOFTCAP, 0.19611613f, 20.0f, 1, o2, &err);
+    char what[96];
+    snprintf(what, sizeof what, "softcap epilogue %lldx%lld T %d", (long long)V, (long long)K, T);
+    CHECK(st == GLIM_OK, "%s: %s", what, err.message);
+    if (st == GLIM_OK) compare(what, o2, ref, (size_t)(T * V), 1e-4, 1e-3);
+    float big = 0;
+    for (int64_t i = 0; i < T * V; i++) big = fabsf(ref[i]) > big ? fabsf(ref[i]) : big;
+    CHECK(big > 10.0f, "%s: the test should reach the softcap's bend (max |logit| %.2f)", what, big);
+    free(xh), free(ref), free(o2);
+    free_mat(&h);
+}
+
 static void matvec_swiglu_softcap(void) {
     NEED_GPU();
     int Ts[] = {1, 4, 13};
     for (int k = 0; k < 3; k++) {
-        int T = Ts[k];
-        int64_t I = 45, K = 192;
-        hmat g = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f), u = make_mat(I, K, 4, 64, GLIM_DT_BF16, 0.2f);
-        float *x = rand_vec((size_t)(T * K), 2.0f);
-        float *rg = malloc(sizeof(float) * T * I), *ru = malloc(sizeof(float) * T * I), *out = malloc(sizeof(float) * T * I);
-        cpu_matmul(NULL, rg, x, T, &g.m);
-        cpu_matmul(NULL, ru, x, T, &u.m);
-        cpu_swiglu(rg, rg, ru, (int)(T * I));
-        glim_error err;
-        glim_status st = gcu_test_matvec(&g.m, &u.m, x, T, GCU_EPI_SWIGLU, 0, 0, 1, out, &err);
-        CHECK(st == GLIM_OK, "swiglu matvec: %s", err.message);
-        if (st == GLIM_OK) compare("swiglu epilogue", out, rg, (size_t)(T * I), 1e-4, 1e-3);
-        free(x), free(rg), free(ru), free(out);
-        free_mat(&g), free_mat(&u);
-
-        int64_t V = 77;
-        hmat h = make_mat(V, 128, 4, 32, GLIM_DT_BF16, 3.0f); /* large logits: the softcap bends */
-        float *xh = rand_vec((size_t)(T * 128), 2.0f);
-        float *ref = malloc(sizeof(float) * T * V), *o2 = malloc(sizeof(float) * T * V);
-        cpu_matmul(NULL, ref, xh, T, &h.m);
-        cpu_logit_softcap(ref, (int)(T * V), 0.19611613f, 20.0f);
-        st = gcu_test_matvec(&h.m, NULL, xh, T, GCU_EPI_SOFTCAP, 0.19611613f, 20.0f, 1, o2, &err);
-        CHECK(st == GLIM_OK, "softcap matvec: %s", err.message);
-        if (st == GLIM_OK) compare("softcap epilogue", o2, ref, (size_t)(T * V), 1e-4, 1e-3);
-        float big = 0;
-        for (int64_t i = 0; i < T * V; i++) big = fabsf(ref[i]) > big ? fabsf(ref[i]) : big;
-        CHECK(big > 10.0f, "the softcap test should reach the bend (max |logit| %.2f)", big);
-        free(xh), free(ref), free(o2);
-        free_mat(&h);
+        check_swiglu(Ts[k], 45, 192);
+        check_softcap(Ts[k], 77, 128);
     }
 }
 
+/* The prefill GEMM (prefill_gemm.cu: 5..32 tokens of MLX weights; GLIM_CUDA_GEMM=0 sends them to
+ * k_mv instead): both paths against the CPU, and the GEMM's launch count says which ran. The
+ * shapes: row tiles split along the spans (38 row blocks are 3 tiles of 16, far fewer than the
+ * GPU's places, so split-K and its merge), more tiles than places and no split, rows and tokens
+ * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
+ * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
+ * on split tiles. Same tolerance as check_matvec. */
+static void matvec_gemm(void) {
+    NEED_GPU();
+    char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        setenv("GLIM_CUDA_GEMM", pass ? "0" : "1", 1);
+        const long before = gcu_gemm_count();
+        check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 32, 1);
+        check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 5, 1);
+        check_matvec(37, 640, 4, 64, GLIM_DT_BF16, 13, 1);
+        check_matvec(301, 896, 4, 128, GLIM_DT_F16, 27, 1);
+        check_matvec(77, 512, 4, 32, GLIM_DT_F32, 9, 1);
+        check_matvec(203, 384, 8, 64, GLIM_DT_BF16, 16, 1);
+        check_matvec(70001, 128, 4, 64, GLIM_DT_BF16, 8, 1);
+        check_swiglu(17, 300, 1024);
+        check_softcap(24, 1000, 256);
+        /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
+        const long ran = gcu_gemm_count() - before, want = pass ? 0 : 2 * 9;
+        CHECK(ran == want, "GLIM_CUDA_GEMM=%d: %ld GEMM launches, want %ld", !pass, ran, want);
+    }
+    if (saved) setenv("GLIM_CUDA_GEMM", saved, 1), free(saved);
+    else unsetenv("GLIM_CUDA_GEMM");
+}
 
 /* The decode kernel with its input made in the kernel (decode_mv.cu), against the CPU: the
  * same norms as residual_norms, then the matrix product. pro 0: x = src; 1: x = norm(src);
@@ -721,6 +761,7 @@ int main(void) {
     RUN(matvec_dense);
     RUN(matvec_split_rows);
     RUN(matvec_swiglu_softcap);
+    RUN(matvec_gemm);
     RUN(decode_matvec);
     RUN(decode_matvec_span);
     RUN(decode_matvec_cluster_bits);

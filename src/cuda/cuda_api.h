@@ -216,6 +216,9 @@ typedef struct gcu_options {
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
+    int gemm;      /* prefill: the products of 5..32 tokens of MLX weights on prefill_gemm.cu's
+                      kernel, x staged in shared memory once per block and span
+                      (GLIM_CUDA_GEMM, 0 until its first GPU run) instead of k_mv, which reads it per warp and unit */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -302,6 +305,8 @@ long gcu_dmv_even_count(void);
 /* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on the
  * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
+/* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
+long gcu_gemm_count(void);
 long gcu_dmv_late_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
 int gcu_sm_count(void);

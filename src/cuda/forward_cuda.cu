@@ -133,6 +133,11 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
+    /* session 29: the prefill's products of 5..32 tokens on prefill_gemm.cu's kernel instead of
+     * k_mv. Off until its first GPU run (no GPU was lent to the session that wrote it; a CPU
+     * emulation, bench/wip/pf_gemm_emulate.cu, matches the CPU): bench/wip/s29_call0.sh tests
+     * and measures it, and turns it on where it passes */
+    o.gemm = env_int("GLIM_CUDA_GEMM", 0);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -429,8 +434,10 @@ static gcu_mv_call mv_call(gcu_session *s, const gcu_mat *M, const __nv_bfloat16
     c.mult = g->out_mult;
     c.cap = g->softcap;
     c.partial = s->mv_part;
+    c.partial_cap = gcu_sess_mv_part_bytes(g);
     c.counters = s->mv_cnt;
     c.smem = !s->x_global;
+    c.gemm = g->opt.gemm;
     c.pf_units = g->opt.pf_units;
     c.bps = g->opt.bps;
     c.pdl = pdl_on(s);

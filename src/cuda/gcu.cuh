@@ -112,9 +112,11 @@ typedef struct gcu_mv_call {
     int out_rows;              /* rows written (SWIGLU: the intermediate width) */
     float mult, cap;
     float2 *partial;           /* stream-K partial sums, gcu_mv_partial_floats() floats */
+    size_t partial_cap;        /* bytes of `partial` (the prefill GEMM's split-K fits in it) */
     int *counters;             /* [max row blocks], zero */
     int smem;                  /* stage x in shared memory when it fits */
     int pf_units, bps, pdl;
+    int gemm;                  /* 5..32 tokens of MLX weights on prefill_gemm.cu's kernel */
     /* SWIGLU with T == 1: also stage the output for the next matvec (format stage_f) */
     const gcu_xfmt *stage_f;
     __nv_bfloat16 *stage_xs;
@@ -124,6 +126,11 @@ typedef struct gcu_mv_call {
 size_t gcu_mv_partial_bytes(int nsm, int bps);
 glim_status gcu_mv_init(glim_error *err);
 glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
+
+/* ---- prefill_gemm.cu: 5..32 tokens of MLX weights (gcu_mv_launch routes them there) ---- */
+int gcu_gemm_takes(const gcu_mv_call *c);
+glim_status gcu_gemm_init(glim_error *err);
+glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
 
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };

@@ -184,6 +184,28 @@ static __device__ __noinline__ void mv_span_arrive(const MvArgs &a, int span, in
     if (lane == 0) a.span_cnt[span] = 0;
 }
 
+/* Writes token tok's two values of row block rb that lane group g holds: rows g and g + 8
+ * (*vg, *vh), or SWIGLU's output row rb * 8 + g from its gate row g and up row g + 8. (By
+ * pointer: the values are read where each case needs them, as before this was split out of
+ * mv_epilogue, so the merges' code did not change.) */
+__device__ __forceinline__ void mv_out_token(const MvArgs &a, int rb, int g, int tok, const float *vg,
+                                             const float *vh) {
+    float *o = a.out + (size_t)tok * a.ldo;
+    if (a.epi == GCU_EPI_SWIGLU) {
+        int r = rb * 8 + g;
+        if (r < a.out_rows) o[r] = gcu_silu(*vg) * *vh;
+    } else {
+        int r = rb * 16 + g;
+        float x = *vg, y = *vh;
+        if (a.epi == GCU_EPI_SOFTCAP) {
+            x = a.cap * tanhf(x * a.mult / a.cap);
+            y = a.cap * tanhf(y * a.mult / a.cap);
+        }
+        if (r < a.out_rows) o[r] = x;
+        if (r + 8 < a.out_rows) o[r + 8] = y;
+    }
+}
+
 /* Writes the 2 x NB values this lane holds for row block rb. */
 template <int NB>
 __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,
@@ -193,20 +215,7 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
     for (int nb = 0; nb < NB; nb++) {
         int tok = nb * 4 + t;
         if (tok >= a.T) continue;
-        float *o = a.out + (size_t)tok * a.ldo;
-        if (a.epi == GCU_EPI_SWIGLU) {
-            int r = rb * 8 + g;
-            if (r < a.out_rows) o[r] = gcu_silu(vg[nb]) * vh[nb];
-        } else {
-            int r = rb * 16 + g;
-            float x = vg[nb], y = vh[nb];
-            if (a.epi == GCU_EPI_SOFTCAP) {
-                x = a.cap * tanhf(x * a.mult / a.cap);
-                y = a.cap * tanhf(y * a.mult / a.cap);
-            }
-            if (r < a.out_rows) o[r] = x;
-            if (r + 8 < a.out_rows) o[r + 8] = y;
-        }
+        mv_out_token(a, rb, g, tok, &vg[nb], &vh[nb]);
     }
     /* SWIGLU, T == 1; every lane of the warp is here */
     if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, lane);

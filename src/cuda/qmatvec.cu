@@ -288,6 +288,7 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     if (ist != GLIM_OK) return ist;
     if (c->T < 1 || c->T > GCU_TMAX)
         return glim_fail(err, GLIM_E_ARG, "matvec: %d tokens (1..%d)", c->T, GCU_TMAX);
+    if (gcu_gemm_takes(c)) return gcu_gemm_launch(c, st, err);
     int nb = c->T <= 4 ? 1 : 8;
     int cs = ((m->f.kx * 2 + 127) / 128 * 128 + 64) / 2;
     size_t smem = (size_t)2 * c->T * cs * 2 +
@@ -404,6 +405,8 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         c.smem = smem;
         c.pf_units = 4;
         c.bps = 1;
+        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 1);
+        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM=0: k_mv for 5..32 tokens */
         /* twice: the second run checks that the counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_mv_launch(&c, 0, err);
         if (s != GLIM_OK) goto out;
