@@ -203,12 +203,14 @@ static void matvec_swiglu_softcap(void) {
  * GPU's places, so split-K and its merge), more tiles than places and no split, rows and tokens
  * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
  * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
- * on split tiles. Same tolerance as check_matvec. */
+ * on split tiles; GLIM_CUDA_GEMM=2 (the 32-token instance at one block per SM) too. Same
+ * tolerance as check_matvec. */
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
-    for (int pass = 0; pass < 2; pass++) {
-        setenv("GLIM_CUDA_GEMM", pass ? "0" : "1", 1);
+    const char *settings[3] = {"1", "2", "0"};
+    for (int pass = 0; pass < 3; pass++) {
+        setenv("GLIM_CUDA_GEMM", settings[pass], 1);
         const long before = gcu_gemm_count();
         check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 32, 1);
         check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 5, 1);
@@ -220,8 +222,8 @@ static void matvec_gemm(void) {
         check_swiglu(17, 300, 1024);
         check_softcap(24, 1000, 256);
         /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
-        const long ran = gcu_gemm_count() - before, want = pass ? 0 : 2 * 9;
-        CHECK(ran == want, "GLIM_CUDA_GEMM=%d: %ld GEMM launches, want %ld", !pass, ran, want);
+        const long ran = gcu_gemm_count() - before, want = pass == 2 ? 0 : 2 * 9;
+        CHECK(ran == want, "GLIM_CUDA_GEMM=%s: %ld GEMM launches, want %ld", settings[pass], ran, want);
     }
     if (saved) setenv("GLIM_CUDA_GEMM", saved, 1), free(saved);
     else unsetenv("GLIM_CUDA_GEMM");

@@ -6,11 +6,12 @@
 #   1. test_cuda_kernels under GLIM_CUDA_GEMM=1 (matvec_gemm: the GEMM and k_mv against the CPU
 #      on split, unsplit and odd shapes, every format; the other matvec tests' 5..32-token cases
 #      then take the GEMM too)
-#   2. test_cuda_forward under GLIM_CUDA_GEMM=1 (the fixtures' prompts: sub-chunks of 32 and of
-#      the rest through the GEMM)
+#   2. test_cuda_forward under GLIM_CUDA_GEMM=1 and 2 (the fixtures' prompts: sub-chunks of 32
+#      and of the rest through the GEMM)
 #   3. compute-sanitizer memcheck and racecheck on the 41-token prompt of mlx8_b (prefill of 32 +
 #      9 tokens: the 8-bit GEMM) and on matvec_gemm
-#   4. prefill of 2048 tokens on the synthetic 30B, GEMM against k_mv, 3 alternating rounds
+#   4. prefill of 2048 tokens on the synthetic 30B, GEMM (2 blocks an SM, and 1 for its 32-token
+#      instance: GLIM_CUDA_GEMM=2) against k_mv, 3 alternating rounds
 # Prediction (RESULTS v31): every test passes (the CPU emulation, bench/wip/pf_gemm_emulate.cu,
 # matches the CPU on all its cases); prefill 610 -> 2000-3500 tok/s on an H100.
 cd "$(dirname "$0")/../.." || exit 1
@@ -21,7 +22,7 @@ scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit
 : > $OUT/checks.log
 echo "== kernels" >> $OUT/checks.log
 GLIM_CUDA_GEMM=1 GLIM_REQUIRE_CUDA=1 timeout 200 build/tests/test_cuda_kernels >> $OUT/checks.log 2>&1; echo "rc=$?" >> $OUT/checks.log
-for e in GLIM_CUDA_GEMM=1; do
+for e in GLIM_CUDA_GEMM=1 GLIM_CUDA_GEMM=2; do
   echo "== forward with $e" >> $OUT/checks.log
   env $e GLIM_REQUIRE_CUDA=1 timeout 200 build/tests/test_cuda_forward >> $OUT/checks.log 2>&1; echo "rc=$?" >> $OUT/checks.log
 done
@@ -38,7 +39,7 @@ for tool in memcheck racecheck; do
 done
 : > $OUT/pf.md
 for r in 1 2 3; do
-  for g in 1 0; do
+  for g in 1 2 0; do
     printf '\nprefill with GLIM_CUDA_GEMM=%s:\n\n' $g >> $OUT/pf.md
     GLIM_CUDA_GEMM=$g timeout 120 build/glimmer bench --synthetic -n 4 --prompt 2048 --out $OUT/pf.md > $OUT/pf_$g.log 2>&1 || tail -3 $OUT/pf_$g.log
     echo "GEMM=$g: $(grep -E '^\| prefill' $OUT/pf.md | tail -1)"

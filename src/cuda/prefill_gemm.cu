@@ -31,7 +31,9 @@
 #define PF_UPW 2                   /* row blocks (units at a span) per warp */
 #define PF_RBS (PF_WARPS * PF_UPW) /* row blocks per block: 256 rows */
 #define PF_TOK GCU_TMAX            /* tokens a stage holds room for */
-#define PF_BPS 2                   /* blocks per SM the kernel is built for */
+/* Blocks per SM an instance is built for: 2 (128 registers; the 4-n-block instances spill a
+ * few words), or 1 for 4 n-blocks with GLIM_CUDA_GEMM=2 (no spills, 8 warps an SM). Which is
+ * faster is the first GPU run's question. */
 /* Bytes from one token's staged span (16 items of 16 bytes) to the next: 256 + 64, so that the
  * two tokens an 8-lane phase of a 16-byte shared load reads (lanes g and g + 1) sit in opposite
  * halves of the banks: at 256 they were a 2-way conflict. */
@@ -224,8 +226,8 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
     return true;
 }
 
-template <int PPS, bool SBF32, int NB>
-__global__ void __launch_bounds__(PF_THREADS, PF_BPS) k_pf_gemm(const __grid_constant__ PfArgs p) {
+template <int PPS, bool SBF32, int NB, int BPS>
+__global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_constant__ PfArgs p) {
     extern __shared__ __align__(128) unsigned char pf_smem[];
     const MvArgs &a = p.a;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -270,21 +272,22 @@ __global__ void __launch_bounds__(PF_THREADS, PF_BPS) k_pf_gemm(const __grid_con
 
 /* ---- host side --------------------------------------------------------------------------- */
 
-template <int NB>
+template <int NB, int BPS>
 static const void *pf_pick_nb(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_pf_gemm<1, false, NB>;
-    case 3: return (const void *)k_pf_gemm<1, true, NB>;
-    case 4: return (const void *)k_pf_gemm<2, false, NB>;
-    case 5: return (const void *)k_pf_gemm<2, true, NB>;
-    case 8: return (const void *)k_pf_gemm<4, false, NB>;
-    case 9: return (const void *)k_pf_gemm<4, true, NB>;
+    case 2: return (const void *)k_pf_gemm<1, false, NB, BPS>;
+    case 3: return (const void *)k_pf_gemm<1, true, NB, BPS>;
+    case 4: return (const void *)k_pf_gemm<2, false, NB, BPS>;
+    case 5: return (const void *)k_pf_gemm<2, true, NB, BPS>;
+    case 8: return (const void *)k_pf_gemm<4, false, NB, BPS>;
+    case 9: return (const void *)k_pf_gemm<4, true, NB, BPS>;
     }
     return NULL;
 }
-/* n-blocks of 8 tokens: 1, 2 or 4 (T <= 8, 16, 32) */
-static const void *pf_pick(int nb, int pps, int sbf32) {
-    return nb == 1 ? pf_pick_nb<1>(pps, sbf32) : nb == 2 ? pf_pick_nb<2>(pps, sbf32) : pf_pick_nb<4>(pps, sbf32);
+/* n-blocks of 8 tokens: 1, 2 or 4 (T <= 8, 16, 32); blocks per SM 2, or 1 with 4 n-blocks */
+static const void *pf_pick(int nb, int bps, int pps, int sbf32) {
+    if (nb == 4) return bps == 1 ? pf_pick_nb<4, 1>(pps, sbf32) : pf_pick_nb<4, 2>(pps, sbf32);
+    return nb == 1 ? pf_pick_nb<1, 2>(pps, sbf32) : pf_pick_nb<2, 2>(pps, sbf32);
 }
 
 /* The largest unit: MLX with 4 pieces a span and f32 scales (1024 bytes of nibbles, 8 lane
@@ -295,11 +298,11 @@ static const void *pf_pick(int nb, int pps, int sbf32) {
 extern "C" glim_status gcu_gemm_init(glim_error *err) {
     static int done;
     if (done) return GLIM_OK;
-    const int pps[3] = {1, 2, 4}, nbs[3] = {1, 2, 4};
-    for (int n = 0; n < 3; n++)
+    const int pps[3] = {1, 2, 4}, nbs[4] = {1, 2, 4, 4}, bps[4] = {2, 2, 2, 1};
+    for (int n = 0; n < 4; n++)
         for (int k = 0; k < 3; k++)
             for (int f = 0; f < 2; f++) {
-                cudaError_t e = cudaFuncSetAttribute(pf_pick(nbs[n], pps[k], f),
+                cudaError_t e = cudaFuncSetAttribute(pf_pick(nbs[n], bps[n], pps[k], f),
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, PF_SMEM_MAX);
                 if (e != cudaSuccess) return gcu_check(e, "prefill GEMM shared memory", err);
             }
@@ -317,10 +320,10 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
 static long gemm_count; /* launches (gcu_gemm_count: tests check that the kernel ran) */
 extern "C" long gcu_gemm_count(void) { return gemm_count; }
 
-/* The splits of a row tile: enough blocks for PF_BPS per SM, at most one per span, and no more
+/* The splits of a row tile: enough blocks for bps per SM, at most one per span, and no more
  * than the partial buffer holds. */
-static int pf_splits(long long ntiles, int nspan, int nb, size_t partial_cap) {
-    const long long places = (long long)gcu_sm_count() * PF_BPS;
+static int pf_splits(long long ntiles, int nspan, int nb, int bps, size_t partial_cap) {
+    const long long places = (long long)gcu_sm_count() * bps;
     if (ntiles >= places) return 1;
     int ns = (int)((places + ntiles - 1) / ntiles);
     if (ns > nspan) ns = nspan;
@@ -334,8 +337,8 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     glim_status s = gcu_gemm_init(err);
     if (s != GLIM_OK) return s;
     if (!gcu_gemm_takes(c)) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: call it does not take");
-    const int nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
-    const void *fn = pf_pick(nb, m->f.pps, m->sbf32);
+    const int nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4, bps = nb == 4 && c->gemm == 2 ? 1 : 2;
+    const void *fn = pf_pick(nb, bps, m->f.pps, m->sbf32);
     PfArgs p;
     memset(&p, 0, sizeof p);
     MvArgs &a = p.a;
@@ -357,7 +360,7 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     a.qoff = m->f.bits == 8 ? 136.0f : 8.0f;
     p.nrb = m->nrb;
     const long long ntiles = (m->nrb + PF_RBS - 1) / PF_RBS;
-    p.nsplit = c->partial ? pf_splits(ntiles, m->f.nspan, nb, c->partial_cap) : 1;
+    p.nsplit = c->partial ? pf_splits(ntiles, m->f.nspan, nb, bps, c->partial_cap) : 1;
     p.stage = pf_stage_bytes(m->unit_bytes);
     p.part = (float *)c->partial;
     const long long blocks = ntiles * p.nsplit;
