@@ -1,9 +1,12 @@
 /* mv_common.cuh: what the two matrix-vector kernels share (qmatvec.cu: prefill and small
  * batches; decode_mv.cu: one token with its input staged in the kernel itself): the argument
  * block, the weight loads, the epilogues, and the stream-K merge of row blocks cut between
- * warps. Device code only; included by those two files. */
+ * warps; and (host) the argument block's common fields from a call. Included by those two
+ * files and by prefill_gemm.cu. */
 #ifndef GLIM_CUDA_MV_COMMON_CUH
 #define GLIM_CUDA_MV_COMMON_CUH
+
+#include <string.h>
 
 #include "cuda/gcu.cuh"
 #include "cuda/i8_digits.cuh"
@@ -42,6 +45,31 @@ struct MvArgs {
     int *span_cnt;
     int fence_sc; /* gcu_fence_gpu's choice for the merges below */
 };
+
+/* (host) The fields of a call both of qmatvec.cu's launchers fill alike: the matrix, the staged
+ * input, the tokens, the epilogue and its output, the counters, the nibbles' offset. */
+static inline MvArgs mv_args_of(const gcu_mv_call *c) {
+    const gcu_mat *m = c->m;
+    MvArgs a;
+    memset(&a, 0, sizeof a);
+    a.w = m->w;
+    a.nunits = (long long)m->nrb * m->f.nspan;
+    a.nspan = m->f.nspan;
+    a.unit_u4 = m->unit_bytes / 16;
+    a.xs = c->xs;
+    a.xsum = c->xsum;
+    a.kx = m->f.kx;
+    a.T = c->T;
+    a.epi = c->epi;
+    a.out = c->out;
+    a.ldo = c->ldo;
+    a.out_rows = c->out_rows;
+    a.mult = c->mult;
+    a.cap = c->cap;
+    a.counters = c->counters;
+    a.qoff = m->f.bits == 8 ? 136.0f : 8.0f;
+    return a;
+}
 
 __device__ __forceinline__ uint64_t mv_policy() {
     uint64_t p;
