@@ -208,17 +208,17 @@ static void matvec_swiglu_softcap(void) {
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
+    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[7] = {
+        {600, 1536, 4, 64, GLIM_DT_BF16, 32}, {600, 1536, 4, 64, GLIM_DT_BF16, 5}, {37, 640, 4, 64, GLIM_DT_BF16, 13},
+        {301, 896, 4, 128, GLIM_DT_F16, 27},  {77, 512, 4, 32, GLIM_DT_F32, 9},    {203, 384, 8, 64, GLIM_DT_BF16, 16},
+        {70001, 128, 4, 64, GLIM_DT_BF16, 8},
+    };
     const char *settings[3] = {"1", "2", "0"};
     for (int pass = 0; pass < 3; pass++) {
         setenv("GLIM_CUDA_GEMM", settings[pass], 1);
         const long before = gcu_gemm_count();
-        check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 32, 1);
-        check_matvec(600, 1536, 4, 64, GLIM_DT_BF16, 5, 1);
-        check_matvec(37, 640, 4, 64, GLIM_DT_BF16, 13, 1);
-        check_matvec(301, 896, 4, 128, GLIM_DT_F16, 27, 1);
-        check_matvec(77, 512, 4, 32, GLIM_DT_F32, 9, 1);
-        check_matvec(203, 384, 8, 64, GLIM_DT_BF16, 16, 1);
-        check_matvec(70001, 128, 4, 64, GLIM_DT_BF16, 8, 1);
+        for (int i = 0; i < 7; i++)
+            check_matvec(mats[i].rows, mats[i].cols, mats[i].bits, mats[i].group, mats[i].sdt, mats[i].T, 1);
         check_swiglu(17, 300, 1024);
         check_softcap(24, 1000, 256);
         /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
