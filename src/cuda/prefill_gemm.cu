@@ -31,9 +31,6 @@
 #define PF_UPW 2                   /* row blocks (units at a span) per warp */
 #define PF_RBS (PF_WARPS * PF_UPW) /* row blocks per block: 256 rows */
 #define PF_TOK GCU_TMAX            /* tokens a stage holds room for */
-/* Blocks per SM an instance is built for: 2 (128 registers; the 4-n-block instances spill a
- * few words), or 1 for 4 n-blocks with GLIM_CUDA_GEMM=2 (no spills, 8 warps an SM). Which is
- * faster is the first GPU run's question. */
 /* Bytes from one token's staged span (16 items of 16 bytes) to the next: 256 + 64, so that the
  * two tokens an 8-lane phase of a 16-byte shared load reads (lanes g and g + 1) sit in opposite
  * halves of the banks: at 256 they were a 2-way conflict. */
@@ -226,6 +223,9 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
     return true;
 }
 
+/* BPS: the blocks per SM the instance is built for: 2 (128 registers; the 4-n-block instances
+ * spill a few words), or 1 for 4 n-blocks with GLIM_CUDA_GEMM=2 (no spills, 8 warps an SM).
+ * Which is faster is the first GPU run's question. */
 template <int PPS, bool SBF32, int NB, int BPS>
 __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_constant__ PfArgs p) {
     extern __shared__ __align__(128) unsigned char pf_smem[];
