@@ -332,6 +332,7 @@ int main(void) {
         {77, 512, 4, 32, GLIM_DT_F32, 9, 0, 132},     {203, 384, 8, 64, GLIM_DT_BF16, 16, 0, 132},
         {300, 1024, 4, 64, GLIM_DT_BF16, 17, 1, 132}, {1100, 256, 4, 64, GLIM_DT_BF16, 8, 0, 2},
         {45, 192, 4, 64, GLIM_DT_BF16, 13, 1, 132},
+        {6656, 4096, 4, 64, GLIM_DT_BF16, 32, 0, 132}, /* the 30B's o_proj: 26 tiles x 11 splits */
     };
     int n = (int)(sizeof cases / sizeof cases[0]), failed = 0;
     for (int i = 0; i < n; i++) failed += run_case(cases[i]);
