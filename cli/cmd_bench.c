@@ -44,7 +44,9 @@ static void bench_help(void) {
            "  -n N               decode tokens timed per context (default 64)\n"
            "  --prompt N         prefill length (default 2048; 0 skips)\n"
            "  --variants         also time decode at context 0 with each speed switch off\n"
-           "  --profile          also time each kind of kernel alone (GB/s of the matvecs)\n"
+           "  --profile          also time each kind of kernel alone (GB/s of the matvecs), and\n"
+           "                     with a prompt each kernel of its last 32-token sub-chunk\n"
+           "                     (GB/s and TFLOPS of its products)\n"
            "  --timeline         also show, at each context, where a token's time goes as the\n"
            "                     graph runs: per kind of kernel its share of the token and the\n"
            "                     latency of the kernel boundary before it\n"
@@ -296,6 +298,28 @@ static void bench_profile(gcu_session *s, int vocab, double bw, FILE *out) {
     free(lg);
 }
 
+/* --profile with a prompt: the prompt's last 32-token sub-chunk, each kind of kernel alone
+ * (gcu_profile_prefill): where a prompt's time goes, and the products' GB/s and TFLOPS. */
+static void bench_profile_prefill(gcu_session *s, int prompt, double bw, FILE *out) {
+    glim_error err = {0};
+    gcu_prof_row rows[16];
+    memset(rows, 0, sizeof rows);
+    const int T = prompt < 32 ? prompt : 32;
+    const int n = gcu_profile_prefill(s, prompt - T, T, rows, 16, &err);
+    if (err.message[0]) fprintf(stderr, "%s: --profile (prefill): %s\n", CMD, err.message);
+    emit(out, "\n| prompt sub-chunk, kernel alone (10 back to back, no PDL) | us | GB/s | fraction of copy bw | TFLOPS |\n"
+              "| --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < n; i++) {
+        const double sec = rows[i].ms * 1e-3;
+        if (rows[i].bytes > 0)
+            emit(out, "| %s | %.1f | %.0f | %.1f%% | %.1f |\n", rows[i].name, rows[i].ms * 1e3, rows[i].bytes / sec / 1e9,
+                 100.0 * rows[i].bytes / sec / bw, rows[i].flops / sec / 1e12);
+        else
+            emit(out, "| %s | %.1f | | | |\n", rows[i].name, rows[i].ms * 1e3);
+    }
+    emit(out, "\n");
+}
+
 /* The prefill row: a warm-up chunk, then an o->prompt-token prompt from position 0 in chunks of
  * 64 (the server's and the CLI's chunk). */
 static void bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *out) {
@@ -444,6 +468,7 @@ static int run_bench(const bench_opts *o) {
         if (o->timeline) timeline_table(out, s, pos);
     }
     if (o->prompt > 0) bench_prefill(s, vocab, o, out);
+    if (o->prompt > 0 && o->profile) bench_profile_prefill(s, o->prompt, bw, out);
     gcu_session_free(s);
     s = NULL;
     if (o->hooks) bench_hooks(m, vocab, o, bw, out);

@@ -261,8 +261,14 @@ double gcu_session_last_gpu_ms(const gcu_session *s);
 typedef struct gcu_prof_row {
     char name[160];
     double ms, bytes; /* bytes: weights streamed, 0 when not a matrix */
+    double flops;     /* gcu_profile_prefill's matrix rows: 2 x rows x K x tokens, else 0 */
 } gcu_prof_row;
 int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err);
+/* The same for a prompt's sub-chunk of T (<= 32) tokens at positions pos.. (the KV cache's
+ * rows as they are: timing only): each product (GLIM_CUDA_GEMM's kernel or k_mv), the stage
+ * kernels, attention of a sliding and of a full layer (with its q/k preparation and o_proj's
+ * staging), and one whole layer as the prompt's forward enqueues it. Returns the rows filled. */
+int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row *rows, int max, glim_error *err);
 
 /* Bench helper (timeline.cu): one decoded token at position pos as the graph runs it, reps
  * times, each kernel timed in place by its blocks' %globaltimer. Per kind of kernel (mean over

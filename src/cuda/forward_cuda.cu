@@ -1059,24 +1059,27 @@ extern "C" void gcu_session_set_hooks(gcu_session *s, struct glim_hooks *h) { s-
 /* ---- isolated kernel timings (bench --profile) ------------------------------------------- */
 
 typedef glim_status (*prof_fn)(gcu_session *s, const void *ctx, glim_error *err);
+/* The profiled calls' tokens: 1 for gcu_profile's decode rows, the sub-chunk's for
+ * gcu_profile_prefill's (a session is profiled by one thread at a time). */
+static int prof_T = 1;
 typedef struct prof_mv { const gcu_mat *M; const __nv_bfloat16 *xs; const float *xsum; int epi; float *out; int ld, rows; } prof_mv;
 static glim_status prof_run_mv(gcu_session *s, const void *ctx, glim_error *err) {
     const prof_mv *p = (const prof_mv *)ctx;
-    return mv(s, p->M, p->xs, p->xsum, 1, p->epi, p->out, p->ld, p->rows, err);
+    return mv(s, p->M, p->xs, p->xsum, prof_T, p->epi, p->out, p->ld, p->rows, err);
 }
 static glim_status prof_run_stage_h(gcu_session *s, const void *ctx, glim_error *err) {
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[0];
-    return stage(s, GCU_ST_RESID, 1, g->hidden, s->h, s->oout, y->w_post_attn, g->post_eps,
+    return stage(s, GCU_ST_RESID, prof_T, g->hidden, s->h, s->oout, y->w_post_attn, g->post_eps,
                  GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err);
 }
 static glim_status prof_run_stage_i(gcu_session *s, const void *ctx, glim_error *err) {
     const gcu_model *g = s->m;
-    return stage(s, GCU_ST_PLAIN, 1, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
+    return stage(s, GCU_ST_PLAIN, prof_T, g->inter, NULL, s->act, NULL, 0, GCU_NORM_NONE, NULL, 0,
                  &g->layer[0].down.f, s->xs_i, s->xsum_i, err);
 }
 static glim_status prof_run_attn(gcu_session *s, const void *ctx, glim_error *err) {
-    return attention(s, *(const int *)ctx, 1, 1, err);
+    return attention(s, *(const int *)ctx, prof_T, 1, err);
 }
 
 /* Device ms of one launch of fn: reps launches back to back between two events (launch gaps
@@ -1097,21 +1100,21 @@ static double prof_time(gcu_session *s, prof_fn fn, const void *ctx, int reps, g
 }
 
 static glim_status prof_run_layer(gcu_session *s, const void *ctx, glim_error *err) {
-    /* one decode layer as the forward enqueues it (layer 0's weights) */
+    /* one layer of the generic path as the forward enqueues it (layer 0's weights), prof_T tokens */
     const gcu_model *g = s->m;
     const gcu_layer *y = &g->layer[0];
-    int Hd = g->hidden, qr = gcu_qkvg_rows(g);
+    const int Hd = g->hidden, qr = gcu_qkvg_rows(g), T = prof_T;
     glim_status st;
-    if ((st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
+    if ((st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->dout, y->w_post_ffn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_in, g->rms_eps, &y->qkvg.f, s->xs_h, s->xsum_h, err)) ||
-        (st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, 1, GCU_EPI_STORE, s->qkvg, qr, qr, err)) ||
-        (st = attention(s, 0, 1, 1, err)) ||
-        (st = mv(s, &y->o, s->xs_q, s->xsum_q, 1, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
-        (st = stage(s, GCU_ST_RESID, 1, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
+        (st = mv(s, &y->qkvg, s->xs_h, s->xsum_h, T, GCU_EPI_STORE, s->qkvg, qr, qr, err)) ||
+        (st = attention(s, 0, T, 1, err)) ||
+        (st = mv(s, &y->o, s->xs_q, s->xsum_q, T, GCU_EPI_STORE, s->oout, Hd, Hd, err)) ||
+        (st = stage(s, GCU_ST_RESID, T, Hd, s->h, s->oout, y->w_post_attn, g->post_eps,
                     GCU_NORM_CENTERED, y->w_pre_ffn, g->rms_eps, &y->gu.f, s->xs_h, s->xsum_h, err)) ||
-        (st = gate_up(s, y, 1, err)))
+        (st = gate_up(s, y, T, err)))
         return st;
-    return mv(s, &y->down, s->xs_i, s->xsum_i, 1, GCU_EPI_STORE, s->dout, Hd, Hd, err);
+    return mv(s, &y->down, s->xs_i, s->xsum_i, T, GCU_EPI_STORE, s->dout, Hd, Hd, err);
 }
 
 typedef struct prof_dmv {
@@ -1335,6 +1338,71 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
     s->fast_now = 0;
+    g->opt = keep;
+    return n;
+}
+
+extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row *rows, int max, glim_error *err) {
+    gcu_model *g = s->m;
+    if (T < 1 || T > GCU_TMAX || pos < 0 || pos + T > s->n_ctx) {
+        glim_fail(err, GLIM_E_ARG, "prefill profile: %d tokens at position %d (1..%d tokens, context %d)", T,
+                  pos, GCU_TMAX, s->n_ctx);
+        return 0;
+    }
+    gcu_options keep = g->opt;
+    g->opt.pdl = 0;
+    s->h_step[0] = pos;
+    for (int t = 0; t < T; t++) s->h_step[1 + t] = (int)((pos + t) * 7919u % (unsigned)g->vocab);
+    cudaMemcpy(s->d_step, s->h_step, 4ull * (T + 1), cudaMemcpyHostToDevice);
+    prof_T = T;
+    int n = 0, qr = gcu_qkvg_rows(g);
+    const gcu_layer *y = &g->layer[0];
+    prof_mv mvs[4] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
+                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
+                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
+                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden}};
+    const char *names[4] = {"qkvg", "o_proj", "gate/up+swiglu", "down"};
+    const double K[4] = {(double)g->hidden, (double)g->H * g->D, (double)g->hidden, (double)g->inter};
+    for (int k = 0; k < 4 && n < max; k++, n++) {
+        gcu_mv_call c = mv_call(s, mvs[k].M, mvs[k].xs, mvs[k].xsum, T, mvs[k].epi, mvs[k].out, mvs[k].ld, mvs[k].rows);
+        snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (%s)", names[k], T,
+                 gcu_gemm_takes(&c) ? "prefill GEMM" : "k_mv");
+        rows[n].bytes = (double)mvs[k].M->bytes;
+        rows[n].flops = 2.0 * mvs[k].M->rows * K[k] * T;
+        rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 10, err);
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "stage: residual + 2 norms, %d tokens", T);
+        rows[n].bytes = rows[n].flops = 0;
+        rows[n++].ms = prof_time(s, prof_run_stage_h, NULL, 10, err);
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "stage: SwiGLU output, %d tokens", T);
+        rows[n].bytes = rows[n].flops = 0;
+        rows[n++].ms = prof_time(s, prof_run_stage_i, NULL, 10, err);
+    }
+    int lf = -1, ls = -1;
+    for (int l = 0; l < g->L; l++) {
+        if (g->is_full[l] && lf < 0) lf = l;
+        if (!g->is_full[l] && ls < 0) ls = l;
+    }
+    const int which[2] = {ls, lf};
+    for (int k = 0; k < 2 && n < max; k++) {
+        if (which[k] < 0) continue;
+        snprintf(rows[n].name, sizeof rows[n].name, "attention (%s layer), %d tokens at %d..%d, with q/k prep and o staging",
+                 k ? "full" : "sliding", T, pos, pos + T - 1);
+        rows[n].bytes = rows[n].flops = 0;
+        rows[n++].ms = prof_time(s, prof_run_attn, &which[k], 10, err);
+    }
+    if (n < max) {
+        snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, %d tokens (%.0f MB of weights)", T,
+                 (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes) / 1e6);
+        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n].flops = 0;
+        for (int k = 0; k < 4; k++) rows[n].flops += 2.0 * mvs[k].M->rows * K[k] * T;
+        rows[n++].ms = prof_time(s, prof_run_layer, NULL, 10, err);
+    }
+    prof_T = 1;
     g->opt = keep;
     return n;
 }
