@@ -155,10 +155,12 @@ static int run_case(const Case &c) {
     const float qoff = f.bits == 8 ? 136.0f : 8.0f;
     const int NB = T <= 8 ? 1 : T <= 16 ? 2 : 4;
     const long long ntiles = (nrb + PF_RBS - 1) / PF_RBS, places = (long long)c.nsm * 2;
-    int nsplit = 1;
-    if (ntiles < places) {
-        nsplit = (int)((places + ntiles - 1) / ntiles);
-        if (nsplit > nspan) nsplit = nspan;
+    int nsplit = 1; /* pf_splits (the partial buffer's limit aside) */
+    double best_t = 2.0;
+    for (int ns = 1; ns <= 16 && (ns == 1 || ns * 3 <= nspan); ns++) {
+        const long long B = ntiles * ns, waves = (B + places - 1) / places;
+        const double t = (double)waves / ns;
+        if (t < 0.97 * best_t) nsplit = ns, best_t = t;
     }
     const int V4 = PF_UPW * NB;
     float *part = (float *)malloc(sizeof(float) * 4 * (size_t)ntiles * nsplit * PF_THREADS * V4);

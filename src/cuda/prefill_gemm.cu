@@ -320,16 +320,25 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
 static long gemm_count; /* launches (gcu_gemm_count: tests check that the kernel ran) */
 extern "C" long gcu_gemm_count(void) { return gemm_count; }
 
-/* The splits of a row tile: enough blocks for bps per SM, at most one per span, and no more
- * than the partial buffer holds. */
+/* The splits of a row tile. The blocks are alike in work, so a grid of B = tiles x splits
+ * blocks on P places (bps per SM) takes ceil(B / P) waves of 1 / splits of a tile's work each:
+ * the split count with the least such time, the fewest splits where more save under 3 % (each
+ * split adds its partials and a shorter pipeline), each split at least 3 spans, at most 16, and
+ * all of them in the partial buffer. At the 30B's shapes on 132 SMs, 2 blocks each and 32
+ * tokens: qkvg 34 tiles x 15 splits, o_proj and down 26 x 10, gate/up 156 x 3 (the buffer's
+ * limit), the head's 790 tiles unsplit. */
 static int pf_splits(long long ntiles, int nspan, int nb, int bps, size_t partial_cap) {
     const long long places = (long long)gcu_sm_count() * bps;
-    if (ntiles >= places) return 1;
-    int ns = (int)((places + ntiles - 1) / ntiles);
-    if (ns > nspan) ns = nspan;
     const size_t per = (size_t)PF_THREADS * PF_UPW * nb * 4 * sizeof(float); /* one tile's split */
-    while (ns > 1 && (size_t)ntiles * ns * per > partial_cap) ns--;
-    return ns;
+    int best = 1;
+    double best_t = 2.0;
+    for (int ns = 1; ns <= 16 && (ns == 1 || ns * 3 <= nspan); ns++) {
+        if (ns > 1 && (size_t)ntiles * ns * per > partial_cap) break;
+        const long long B = ntiles * ns, waves = (B + places - 1) / places;
+        const double t = (double)waves / ns; /* in blocks' worth of one unsplit tile */
+        if (t < 0.97 * best_t) best = ns, best_t = t;
+    }
+    return best;
 }
 
 extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err) {
