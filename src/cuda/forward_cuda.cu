@@ -1365,8 +1365,11 @@ extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row 
     const double K[4] = {(double)g->hidden, (double)g->H * g->D, (double)g->hidden, (double)g->inter};
     for (int k = 0; k < 4 && n < max; k++, n++) {
         gcu_mv_call c = mv_call(s, mvs[k].M, mvs[k].xs, mvs[k].xsum, T, mvs[k].epi, mvs[k].out, mvs[k].ld, mvs[k].rows);
-        snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (%s)", names[k], T,
-                 gcu_gemm_takes(&c) ? "prefill GEMM" : "k_mv");
+        if (gcu_gemm_takes(&c))
+            snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (prefill GEMM, %d blocks an SM)", names[k], T,
+                     gcu_gemm_blocks_per_sm(&c));
+        else
+            snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (k_mv)", names[k], T);
         rows[n].bytes = (double)mvs[k].M->bytes;
         rows[n].flops = 2.0 * mvs[k].M->rows * K[k] * T;
         rows[n].ms = prof_time(s, prof_run_mv, &mvs[k], 10, err);

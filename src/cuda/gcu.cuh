@@ -131,6 +131,7 @@ glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err
 int gcu_gemm_takes(const gcu_mv_call *c);
 glim_status gcu_gemm_init(glim_error *err);
 glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
+int gcu_gemm_blocks_per_sm(const gcu_mv_call *c);
 
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };

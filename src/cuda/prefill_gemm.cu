@@ -302,8 +302,12 @@ extern "C" glim_status gcu_gemm_init(glim_error *err) {
     for (int n = 0; n < 4; n++)
         for (int k = 0; k < 3; k++)
             for (int f = 0; f < 2; f++) {
-                cudaError_t e = cudaFuncSetAttribute(pf_pick(nbs[n], bps[n], pps[k], f),
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, PF_SMEM_MAX);
+                const void *fn = pf_pick(nbs[n], bps[n], pps[k], f);
+                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, PF_SMEM_MAX);
+                /* all of the SM's L1 as shared memory: two blocks of 77-91 KB (the carveout is a
+                 * hint the driver may otherwise set for one) */
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
                 if (e != cudaSuccess) return gcu_check(e, "prefill GEMM shared memory", err);
             }
     done = 1;
@@ -315,6 +319,26 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
     return c->gemm && c->T > 4 && c->T <= PF_TOK && m->f.kind == GCU_KIND_Q &&
            (m->f.pps == 1 || m->f.pps == 2 || m->f.pps == 4) && m->unit_bytes <= PF_UNIT_MAX &&
            c->counters != NULL;
+}
+
+/* Blocks of the call's instance an SM holds at once (0 when the GEMM does not take it): what
+ * bench --profile's prompt table reports next to its time. */
+static void pf_shape(const gcu_mv_call *c, int *nb, int *bps);
+extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
+    glim_error err;
+    if (!gcu_gemm_takes(c) || gcu_gemm_init(&err) != GLIM_OK) return 0;
+    int nb, bps, n = 0;
+    pf_shape(c, &nb, &bps);
+    const size_t smem = (size_t)2 * pf_stage_bytes(c->m->unit_bytes);
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pf_pick(nb, bps, c->m->f.pps, c->m->sbf32), PF_THREADS, smem) !=
+        cudaSuccess)
+        return 0;
+    return n;
+}
+/* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
+static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
+    *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
+    *bps = *nb == 4 && c->gemm == 2 ? 1 : 2;
 }
 
 static long gemm_count; /* launches (gcu_gemm_count: tests check that the kernel ran) */
@@ -346,7 +370,8 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     glim_status s = gcu_gemm_init(err);
     if (s != GLIM_OK) return s;
     if (!gcu_gemm_takes(c)) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: call it does not take");
-    const int nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4, bps = nb == 4 && c->gemm == 2 ? 1 : 2;
+    int nb, bps;
+    pf_shape(c, &nb, &bps);
     const void *fn = pf_pick(nb, bps, m->f.pps, m->sbf32);
     PfArgs p;
     memset(&p, 0, sizeof p);
