@@ -1081,6 +1081,30 @@ static glim_status prof_run_stage_i(gcu_session *s, const void *ctx, glim_error 
 static glim_status prof_run_attn(gcu_session *s, const void *ctx, glim_error *err) {
     return attention(s, *(const int *)ctx, prof_T, 1, err);
 }
+/* Layer 0's four products and the head, as the generic path calls them. */
+static void prof_products(gcu_session *s, prof_mv mvs[5]) {
+    const gcu_model *g = s->m;
+    const gcu_layer *y = &g->layer[0];
+    const int qr = gcu_qkvg_rows(g);
+    const prof_mv all[5] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
+                            {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
+                            {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
+                            {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden},
+                            {&g->head, s->xs_h, s->xsum_h, GCU_EPI_SOFTCAP, s->logits, g->vocab, g->vocab}};
+    for (int k = 0; k < 5; k++) mvs[k] = all[k];
+}
+/* The first sliding and the first full layer (-1 where the model has none). */
+static void prof_first_layers(const gcu_model *g, int which[2]) {
+    which[0] = which[1] = -1;
+    for (int l = 0; l < g->L; l++) {
+        int *w = &which[g->is_full[l] ? 1 : 0];
+        if (*w < 0) *w = l;
+    }
+}
+/* Bytes of layer l's weights. */
+static double prof_layer_bytes(const gcu_layer *y) {
+    return (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+}
 
 /* Device ms of one launch of fn: reps launches back to back between two events (launch gaps
  * amortized), best of 3 such runs. */
@@ -1223,11 +1247,8 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
     s->h_step[1] = 1;
     cudaMemcpy(s->d_step, s->h_step, 8, cudaMemcpyHostToDevice);
     const gcu_layer *y = &g->layer[0];
-    prof_mv mvs[5] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
-                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
-                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
-                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden},
-                      {&g->head, s->xs_h, s->xsum_h, GCU_EPI_SOFTCAP, s->logits, g->vocab, g->vocab}};
+    prof_mv mvs[5];
+    prof_products(s, mvs);
     const char *names[5] = {"matvec qkvg", "matvec o_proj", "matvec gate/up+swiglu", "matvec down", "matvec lm_head+softcap"};
     for (int k = 0; k < 5 && n < max; k++, n++) {
         snprintf(rows[n].name, sizeof rows[n].name, "%s", names[k]);
@@ -1304,12 +1325,8 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
         rows[n].bytes = 0;
         rows[n++].ms = prof_time(s, prof_run_stage_i, NULL, 20, err);
     }
-    int lf = -1, ls = -1;
-    for (int l = 0; l < g->L; l++) {
-        if (g->is_full[l] && lf < 0) lf = l;
-        if (!g->is_full[l] && ls < 0) ls = l;
-    }
-    int which[2] = {ls, lf};
+    int which[2];
+    prof_first_layers(g, which);
     for (int k = 0; k < 2 && n < max; k++) {
         if (which[k] < 0) continue;
         snprintf(rows[n].name, sizeof rows[n].name, "attention (%s layer) at position %d",
@@ -1319,14 +1336,14 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
     }
     if (n < max) {
         snprintf(rows[n].name, sizeof rows[n].name, "one whole layer (8 kernels, weights %.0f MB)",
-                 (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes) / 1e6);
-        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+                 prof_layer_bytes(y) / 1e6);
+        rows[n].bytes = prof_layer_bytes(y);
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
     g->opt.fuse_act = 1;
     if (n < max) {
         snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, SwiGLU staging fused");
-        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n].bytes = prof_layer_bytes(y);
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
     g->opt.fuse_act = keep.fuse_act;
@@ -1334,7 +1351,7 @@ extern "C" int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max,
     s->fast_now = 1; /* (pdl_on: force it for the generic kernels here) */
     if (n < max) {
         snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, with PDL");
-        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+        rows[n].bytes = prof_layer_bytes(y);
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 20, err);
     }
     s->fast_now = 0;
@@ -1355,12 +1372,10 @@ extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row 
     for (int t = 0; t < T; t++) s->h_step[1 + t] = (int)((pos + t) * 7919u % (unsigned)g->vocab);
     cudaMemcpy(s->d_step, s->h_step, 4ull * (T + 1), cudaMemcpyHostToDevice);
     prof_T = T;
-    int n = 0, qr = gcu_qkvg_rows(g);
+    int n = 0;
     const gcu_layer *y = &g->layer[0];
-    prof_mv mvs[4] = {{&y->qkvg, s->xs_h, s->xsum_h, GCU_EPI_STORE, s->qkvg, qr, qr},
-                      {&y->o, s->xs_q, s->xsum_q, GCU_EPI_STORE, s->oout, g->hidden, g->hidden},
-                      {&y->gu, s->xs_h, s->xsum_h, GCU_EPI_SWIGLU, s->act, g->inter, g->inter},
-                      {&y->down, s->xs_i, s->xsum_i, GCU_EPI_STORE, s->dout, g->hidden, g->hidden}};
+    prof_mv mvs[5]; /* the four products (the head's sub-chunk is one row: not timed here) */
+    prof_products(s, mvs);
     const char *names[4] = {"qkvg", "o_proj", "gate/up+swiglu", "down"};
     const double K[4] = {(double)g->hidden, (double)g->H * g->D, (double)g->hidden, (double)g->inter};
     for (int k = 0; k < 4 && n < max; k++, n++) {
@@ -1384,12 +1399,8 @@ extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row 
         rows[n].bytes = rows[n].flops = 0;
         rows[n++].ms = prof_time(s, prof_run_stage_i, NULL, 10, err);
     }
-    int lf = -1, ls = -1;
-    for (int l = 0; l < g->L; l++) {
-        if (g->is_full[l] && lf < 0) lf = l;
-        if (!g->is_full[l] && ls < 0) ls = l;
-    }
-    const int which[2] = {ls, lf};
+    int which[2];
+    prof_first_layers(g, which);
     for (int k = 0; k < 2 && n < max; k++) {
         if (which[k] < 0) continue;
         snprintf(rows[n].name, sizeof rows[n].name, "attention (%s layer), %d tokens at %d..%d, with q/k prep and o staging",
@@ -1399,8 +1410,8 @@ extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row 
     }
     if (n < max) {
         snprintf(rows[n].name, sizeof rows[n].name, "one whole layer, %d tokens (%.0f MB of weights)", T,
-                 (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes) / 1e6);
-        rows[n].bytes = (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
+                 prof_layer_bytes(y) / 1e6);
+        rows[n].bytes = prof_layer_bytes(y);
         rows[n].flops = 0;
         for (int k = 0; k < 4; k++) rows[n].flops += 2.0 * mvs[k].M->rows * K[k] * T;
         rows[n++].ms = prof_time(s, prof_run_layer, NULL, 10, err);

@@ -126,21 +126,28 @@ __device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArg
     mv_load_p(s, a.w + u * a.unit_u4, lane, pol);
 }
 
-/* Scale and bias of piece pc of a unit for this lane's rows g (sg, bg) and g+8 (sh, bh). */
+/* Scale and bias of piece pc for rows g (sg, bg) and g+8 (sh, bh), from lane group g's scale
+ * words sb (a unit's, after its nibbles: in registers or, for prefill_gemm.cu, in shared memory). */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void mv_scales_of(const uint32_t *sb, int pc, float *sg, float *bg, float *sh,
+                                             float *bh) {
+    if (SBF32) {
+        *sg = __uint_as_float(sb[2 * pc]);
+        *bg = __uint_as_float(sb[2 * pc + 1]);
+        *sh = __uint_as_float(sb[2 * PPS + 2 * pc]);
+        *bh = __uint_as_float(sb[2 * PPS + 2 * pc + 1]);
+    } else {
+        *sg = gcu_bf16lo(sb[pc]);
+        *bg = gcu_bf16hi(sb[pc]);
+        *sh = gcu_bf16lo(sb[PPS + pc]);
+        *bh = gcu_bf16hi(sb[PPS + pc]);
+    }
+}
+/* The same from a unit loaded into registers. */
 template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void mv_scales(const MvSlot<KIND, PPS, SBF32> &s, int pc, float *sg,
                                           float *bg, float *sh, float *bh) {
-    if (SBF32) {
-        *sg = __uint_as_float(s.sb[2 * pc]);
-        *bg = __uint_as_float(s.sb[2 * pc + 1]);
-        *sh = __uint_as_float(s.sb[2 * PPS + 2 * pc]);
-        *bh = __uint_as_float(s.sb[2 * PPS + 2 * pc + 1]);
-    } else {
-        *sg = gcu_bf16lo(s.sb[pc]);
-        *bg = gcu_bf16hi(s.sb[pc]);
-        *sh = gcu_bf16lo(s.sb[PPS + pc]);
-        *bh = gcu_bf16hi(s.sb[PPS + pc]);
-    }
+    mv_scales_of<PPS, SBF32>(s.sb, pc, sg, bg, sh, bh);
 }
 
 /* One unit of one token (the decode kernels): acc[0] / acc[1] (MLX: rows g and g+8; dense: the

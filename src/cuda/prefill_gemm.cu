@@ -100,25 +100,6 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfStage &st, int 
     }
 }
 
-/* Piece pc's scale and bias for rows g (sg, bg) and g + 8 (sh, bh) of the unit at su in shared
- * memory: lane group g's SBW words follow the nibbles (mv_load_p and mv_scales, read in place). */
-template <int PPS, bool SBF32>
-__device__ __forceinline__ void pf_scales(const uint4 *su, int g, int pc, float *sg, float *bg, float *sh, float *bh) {
-    constexpr int SBW = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
-    const uint32_t *sb = (const uint32_t *)(su + 64) + g * SBW;
-    if (SBF32) {
-        *sg = __uint_as_float(sb[2 * pc]);
-        *bg = __uint_as_float(sb[2 * pc + 1]);
-        *sh = __uint_as_float(sb[2 * PPS + 2 * pc]);
-        *bh = __uint_as_float(sb[2 * PPS + 2 * pc + 1]);
-    } else {
-        *sg = gcu_bf16lo(sb[pc]);
-        *bg = gcu_bf16hi(sb[pc]);
-        *sh = gcu_bf16lo(sb[PPS + pc]);
-        *bh = gcu_bf16hi(sb[PPS + pc]);
-    }
-}
-
 /* One span from stage st into acc: for each piece, the warp's PF_UPW units times every token's
  * x (NB n-blocks of 8 tokens, hi then lo into the same sums), then the piece's scale and bias.
  * Lane (g, t) holds rows g and g + 8 of its units for tokens nb * 8 + 2t and + 1. The units'
@@ -168,7 +149,10 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
 #pragma unroll
         for (int k = 0; k < PF_UPW; k++) {
             float sg, bg, sh, bh2;
-            pf_scales<PPS, SBF32>(su0 + (size_t)k * p.a.unit_u4, g, pc, &sg, &bg, &sh, &bh2);
+            /* lane group g's scale words follow the unit's nibbles (as mv_load_p reads them) */
+            const uint32_t *sb = (const uint32_t *)(su0 + (size_t)k * p.a.unit_u4 + 64) +
+                                 g * MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
+            mv_scales_of<PPS, SBF32>(sb, pc, &sg, &bg, &sh, &bh2);
             const float cg = fmaf(p.a.qoff, sg, bg), ch = fmaf(p.a.qoff, sh, bh2);
 #pragma unroll
             for (int nb = 0; nb < NB; nb++) {
@@ -321,9 +305,14 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
            c->counters != NULL;
 }
 
+/* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
+static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
+    *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
+    *bps = *nb == 4 && c->gemm == 2 ? 1 : 2;
+}
+
 /* Blocks of the call's instance an SM holds at once (0 when the GEMM does not take it): what
  * bench --profile's prompt table reports next to its time. */
-static void pf_shape(const gcu_mv_call *c, int *nb, int *bps);
 extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
     glim_error err;
     if (!gcu_gemm_takes(c) || gcu_gemm_init(&err) != GLIM_OK) return 0;
@@ -334,11 +323,6 @@ extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
         cudaSuccess)
         return 0;
     return n;
-}
-/* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
-static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
-    *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
-    *bps = *nb == 4 && c->gemm == 2 ? 1 : 2;
 }
 
 static long gemm_count; /* launches (gcu_gemm_count: tests check that the kernel ran) */

@@ -389,7 +389,7 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         c.pf_units = 4;
         c.bps = 1;
         c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 1);
-        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM=0: k_mv for 5..32 tokens */
+        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM=1 or 2: the GEMM for 5..32 tokens */
         /* twice: the second run checks that the counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_mv_launch(&c, 0, err);
         if (s != GLIM_OK) goto out;
