@@ -189,7 +189,7 @@ __device__ void at_pv_mma_out(const gcu_attn_call &a, const AtSmem &sm, int G, c
 }
 
 /* Requests keys and values [tile0, tile0 + nv) of kv head kvh into tile buffer b (asynchronous
- * copies of 16 bytes, committed as one group: at_tile_wait completes it). */
+ * copies of 16 bytes, committed as one group: gcu_cp_wait_block completes it). */
 __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
                                                 int tile0, int nv, int b) {
     const int rb = a.D * (a.kv32 ? 4 : 2), c16 = rb / 16, per = nv * c16;
@@ -199,14 +199,7 @@ __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const At
                           ((size_t)((tile0 + kl) % a.R) * a.Hkv + kvh) * rb + (size_t)c * 16;
         gcu_cp_async16((v ? (b ? sm.vt1 : sm.vt0) : (b ? sm.kt1 : sm.kt0)) + kl * sm.rowb + c * 16, src);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-/* Waits until at most `pending` (0 or 1) tile requests of this thread are still in flight, then
- * for the block's. */
-__device__ __forceinline__ void at_tile_wait(int pending) {
-    if (pending) asm volatile("cp.async.wait_group 1;" ::: "memory");
-    else asm volatile("cp.async.wait_group 0;" ::: "memory");
-    __syncthreads();
+    gcu_cp_commit();
 }
 
 /* Scores of one tile (its keys in the tile rows): warp (kg, hg) takes keys kg*32+lane and heads
@@ -634,10 +627,10 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
         if (a.tiles2) { /* the next tile into the other buffer, consumed by the previous pass */
             if (next < my1) at_tile_request(a, sm, kvh, next, my1 - next < GCU_ATT_TILE ? my1 - next : GCU_ATT_TILE, b ^ 1);
-            at_tile_wait(next < my1);
+            gcu_cp_wait_block(next < my1);
         } else { /* one buffer: the next tile once this one is consumed */
             if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
-            at_tile_wait(0);
+            gcu_cp_wait_block(0);
         }
         if (tl_t && a.tl && tid == 0 && tile0 == my0) tl_t[4] = gcu_tl_now(); /* the first tile is in */
         if (mma) {

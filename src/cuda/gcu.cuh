@@ -680,6 +680,21 @@ __device__ __forceinline__ void gcu_cp_async16(void *dst, const void *src) {
                  "l"(src) : "memory");
 }
 
+/* 4 bytes from global src to shared dst as an asynchronous copy (through L1); complete as above. */
+__device__ __forceinline__ void gcu_cp_async4(void *dst, const void *src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src) : "memory");
+}
+/* Closes this thread's asynchronous copies issued since the last commit into one group. */
+__device__ __forceinline__ void gcu_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/* Waits until at most `pending` (0 or 1) of this thread's groups are in flight, then for the
+ * block's: a stage or tile whose copies were committed before the newest `pending` is in. */
+__device__ __forceinline__ void gcu_cp_wait_block(int pending) {
+    if (pending) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+}
+
 /* Row src[0..K) into shared dst[0..K) by the block's threads as asynchronous copies (LDGSTS):
  * every copy of every row in flight at once and no registers held, where loads through
  * registers are cut into rounds by the register budget. Complete with gcu_rows_wait. */
@@ -688,9 +703,7 @@ __device__ __forceinline__ void gcu_row_async(int K, const float *src, float *ds
         for (int i = threadIdx.x; i < (K >> 2); i += blockDim.x) gcu_cp_async16(dst + 4 * i, src + 4 * i);
         return;
     }
-    for (int i = threadIdx.x; i < K; i += blockDim.x)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst + i)),
-                     "l"(src + i) : "memory");
+    for (int i = threadIdx.x; i < K; i += blockDim.x) gcu_cp_async4(dst + i, src + i);
 }
 /* Waits for this thread's asynchronous copies, then for the block's. */
 __device__ __forceinline__ void gcu_rows_wait() {

@@ -65,17 +65,6 @@ __host__ __device__ __forceinline__ int pf_stage_bytes(int unit_bytes) {
     return (PF_RBS * unit_bytes + 2 * PF_TOK * PF_TSTRIDE + PF_TOK * 4 * 4 + 127) / 128 * 128;
 }
 
-__device__ __forceinline__ void pf_cp_async4(void *dst, const void *src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(src) : "memory");
-}
-__device__ __forceinline__ void pf_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-/* Every copy group but the newest is complete (this thread's), then the block's. */
-__device__ __forceinline__ void pf_wait_all_but_newest() {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-    __syncthreads();
-}
-
 /* The copies of span s into stage st: the tile's units (row blocks past the matrix's end are
  * not copied; their sums are never written), each token's 16 items of hi and of lo, the
  * per-piece sums of x. Tokens past T are not copied either: a column of the mma's B only
@@ -96,7 +85,7 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfStage &st, int 
     }
     for (int i = tid; i < a.T * PPS; i += PF_THREADS) {
         const int tok = i / PPS, pc = i - tok * PPS;
-        pf_cp_async4(st.x + i, a.xsum + ((size_t)tok * a.nspan + s) * PPS + pc);
+        gcu_cp_async4(st.x + i, a.xsum + ((size_t)tok * a.nspan + s) * PPS + pc);
     }
 }
 
@@ -227,16 +216,16 @@ __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_consta
     gcu_pdl_wait();
     /* two stages: span j + 2's copies go into stage j % 2 once every warp is past span j */
     if (ns > 0) pf_load<PPS>(p, pf_stage(pf_smem, p, 0), rb0, s0);
-    pf_commit();
+    gcu_cp_commit();
     if (ns > 1) pf_load<PPS>(p, pf_stage(pf_smem, p, 1), rb0, s0 + 1);
-    pf_commit();
+    gcu_cp_commit();
     for (int j = 0; j < ns; j++) {
         const PfStage st = pf_stage(pf_smem, p, j & 1);
-        pf_wait_all_but_newest();
+        gcu_cp_wait_block(1); /* span j is in (j + 1 may still be in flight) */
         pf_span<PPS, SBF32, NB>(p, st, acc);
         __syncthreads();
         if (j + 2 < ns) pf_load<PPS>(p, st, rb0, s0 + j + 2);
-        pf_commit(); /* (empty past the end: the groups stay counted one per span) */
+        gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
     }
     gcu_pdl_trigger();
     if (p.nsplit > 1 && !pf_merge<NB>(p, tile, split, acc)) return;
