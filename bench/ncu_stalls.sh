@@ -10,7 +10,8 @@
 # NCU_TARGETS="name kernel skip;..." picks other launches of the same bench: per context it
 # decodes 4 warm-up + 4 timed tokens at 0, 4096 and 32768 keys, 2 attention launches per token
 # (layer 0 sliding, layer 1 full), so e.g. "att32k_full k_attention 37" is the third token's
-# full layer at 32k keys.
+# full layer at 32k keys. NCU_BENCH replaces the bench's arguments (default "--synthetic --layers 2
+# -n 4 --prompt 0"), e.g. "--synthetic --layers 2 -n 1 --prompt 64" for the prompt's kernels.
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -23,7 +24,7 @@ for k in ${NCU_TARGETS:-qkvg k_dmv 22;oproj k_dmv 23;attn k_attention 6}; do
     set -- $k
     timeout 120 ncu --clock-control none --set full --import-source no --kernel-name regex:"$2" \
         --launch-skip "$3" --launch-count 1 -f -o "$OUT/$1" \
-        build/glimmer bench --synthetic --layers 2 -n 4 --prompt 0 >"$OUT/$1.log" 2>&1
+        build/glimmer bench ${NCU_BENCH:---synthetic --layers 2 -n 4 --prompt 0} >"$OUT/$1.log" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page raw --csv >"$OUT/$1_raw.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1_sass.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page source --print-source cuda --csv >"$OUT/$1_cuda.csv" 2>&1

@@ -133,11 +133,11 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
-    /* session 29: the prefill's products of 5..32 tokens on prefill_gemm.cu's kernel instead of
-     * k_mv. Off until its first GPU run (no GPU was lent to the session that wrote it; a CPU
-     * emulation, bench/wip/pf_gemm_emulate.cu, matches the CPU): bench/wip/s29_call0.sh tests
-     * and measures it, and turns it on where it passes */
-    o.gemm = env_int("GLIM_CUDA_GEMM", 0);
+    /* the prefill's products of 5..32 tokens of MLX weights on prefill_gemm.cu's tensor-core
+     * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, 1: at two (it
+     * spills). Session 30, H100, prefill of 2048 tokens: k_mv 618, GEMM=1 1088, GEMM=2 1189
+     * tok/s (bench/wip/s29_call0.sh; RESULTS v32) */
+    o.gemm = env_int("GLIM_CUDA_GEMM", 2);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }

@@ -695,6 +695,13 @@ __device__ __forceinline__ void gcu_cp_wait_block(int pending) {
     __syncthreads();
 }
 
+/* gcu_cp_wait_block for a ring of more stages: at most PENDING groups still in flight. */
+template <int PENDING>
+__device__ __forceinline__ void gcu_cp_wait_block_n() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+    __syncthreads();
+}
+
 /* Row src[0..K) into shared dst[0..K) by the block's threads as asynchronous copies (LDGSTS):
  * every copy of every row in flight at once and no registers held, where loads through
  * registers are cut into rounds by the register budget. Complete with gcu_rows_wait. */

@@ -64,23 +64,45 @@ __device__ __forceinline__ PfStage pf_stage(unsigned char *base, const PfArgs &p
 __host__ __device__ __forceinline__ int pf_stage_bytes(int unit_bytes) {
     return (PF_RBS * unit_bytes + 2 * PF_TOK * PF_TSTRIDE + PF_TOK * 4 * 4 + 127) / 128 * 128;
 }
+/* Stages of the ring: 4 at one block an SM (~40 KB a span: 3 spans in flight under the math, the
+ * bytes in flight an SM needs at the memory's latency), 2 where two blocks share the SM. */
+__host__ __device__ constexpr int pf_stages(int bps) { return bps == 1 ? 4 : 2; }
+
+/* A thread's 16-byte weight copies per span (16 units of at most 96 words over 256 threads) and
+ * where they come from, relative to span 0: worked out once per block, since a division per
+ * copy by the unit's width was a quarter of the kernel's instructions (Nsight Compute, session
+ * 30). ~0u: none (past the unit's words, or a row block past the matrix's end, whose sums are
+ * never written). The host keeps the matrix under 2^32 words (gcu_gemm_takes). */
+#define PF_WCOPY 6
+struct PfPlan {
+    unsigned w[PF_WCOPY];
+};
+__device__ __forceinline__ PfPlan pf_plan(const PfArgs &p, int rb0) {
+    PfPlan pl;
+    const int uw = p.a.unit_u4, nw = PF_RBS * uw;
+#pragma unroll
+    for (int n = 0; n < PF_WCOPY; n++) {
+        const int i = threadIdx.x + n * PF_THREADS, r = i / uw, k = i - r * uw, rb = rb0 + r;
+        pl.w[n] = i < nw && rb < p.nrb ? (unsigned)rb * (unsigned)p.a.nspan * (unsigned)uw + (unsigned)k : ~0u;
+    }
+    return pl;
+}
 
 /* The copies of span s into stage st: the tile's units (row blocks past the matrix's end are
  * not copied; their sums are never written), each token's 16 items of hi and of lo, the
  * per-piece sums of x. Tokens past T are not copied either: a column of the mma's B only
  * reaches that token's outputs, which are not written. */
 template <int PPS>
-__device__ __forceinline__ void pf_load(const PfArgs &p, const PfStage &st, int rb0, int s) {
+__device__ __forceinline__ void pf_load(const PfArgs &p, const PfPlan &pl, const PfStage &st, int s) {
     const MvArgs &a = p.a;
-    const int uw = a.unit_u4, tid = threadIdx.x;
-    const int nw = PF_RBS * uw;
-    for (int i = tid; i < nw; i += PF_THREADS) {
-        const int r = i / uw, k = i - r * uw, rb = rb0 + r;
-        if (rb < p.nrb) gcu_cp_async16(st.w + i, a.w + ((size_t)rb * a.nspan + s) * uw + k);
-    }
-    for (int i = tid; i < a.T * 32; i += PF_THREADS) { /* column 2 tok (hi) or 2 tok + 1 (lo) */
-        const int col = i >> 4, item = i & 15, tok = col >> 1;
-        unsigned char *dst = ((col & 1) ? st.bl : st.bh) + tok * PF_TSTRIDE + item * 16;
+    const int tid = threadIdx.x;
+    const uint4 *ws = a.w + (size_t)s * a.unit_u4;
+#pragma unroll
+    for (int n = 0; n < PF_WCOPY; n++)
+        if (pl.w[n] != ~0u) gcu_cp_async16(st.w + tid + n * PF_THREADS, ws + pl.w[n]);
+    const int item = tid & 15; /* column 2 tok (hi) or 2 tok + 1 (lo), its 16-byte item */
+    for (int col = tid >> 4; col < 2 * a.T; col += PF_THREADS / 16) {
+        unsigned char *dst = ((col & 1) ? st.bl : st.bh) + (col >> 1) * PF_TSTRIDE + item * 16;
         gcu_cp_async16(dst, a.xs + (size_t)col * a.kx + (size_t)s * 128 + item * 8);
     }
     for (int i = tid; i < a.T * PPS; i += PF_THREADS) {
@@ -95,12 +117,23 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfStage &st, int 
  * words are read from shared memory as they are needed (word i of the lane's two 16-byte words
  * per 32 input columns, the scales per piece), not held for the span: at 4 n-blocks the
  * kernel's 128 registers spilled with them held. */
-template <int PPS, bool SBF32, int NB>
+__device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+template <int PPS, bool SBF32, int NB, bool HOLD>
 __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, float acc[PF_UPW][NB][4]) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const uint4 *su0 = st.w + (size_t)warp * PF_UPW * p.a.unit_u4; /* the warp's first unit */
     const uint32_t *wl0 = (const uint32_t *)(su0 + gcu_unit_u4(lane, 0)), *wl1 = (const uint32_t *)(su0 + gcu_unit_u4(lane, 1));
     const int ustep = p.a.unit_u4 * 4; /* 32-bit words from one unit to the next */
+    /* HOLD: the lane's two 16-byte words of each unit read whole, once a span (the warp's load is
+     * 512 contiguous bytes; word by word, lanes 16 bytes apart met 4 to a bank) */
+    uint4 hw[PF_UPW][2];
+    if (HOLD)
+#pragma unroll
+        for (int k = 0; k < PF_UPW; k++) {
+            hw[k][0] = su0[(size_t)k * p.a.unit_u4 + gcu_unit_u4(lane, 0)];
+            hw[k][1] = su0[(size_t)k * p.a.unit_u4 + gcu_unit_u4(lane, 1)];
+        }
     const unsigned char *bh = st.bh + g * PF_TSTRIDE + t * 16, *bl = st.bl + g * PF_TSTRIDE + t * 16;
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {
@@ -115,7 +148,8 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
             uint32_t pg[PF_UPW][4], ph[PF_UPW][4];
 #pragma unroll
             for (int k = 0; k < PF_UPW; k++) {
-                const uint32_t wg = wl0[k * ustep + i], wh = wl1[k * ustep + i];
+                const uint32_t wg = HOLD ? pf_word(hw[k][0], i) : wl0[k * ustep + i];
+                const uint32_t wh = HOLD ? pf_word(hw[k][1], i) : wl1[k * ustep + i];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     pg[k][j] = gcu_nib2(wg, j);
@@ -126,13 +160,15 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
             for (int nb = 0; nb < NB; nb++) {
                 const int off = nb * 8 * PF_TSTRIDE + i * 64; /* token nb * 8 + g, item 4 i + t */
                 const uint4 h = *(const uint4 *)(bh + off), l = *(const uint4 *)(bl + off);
+                /* the units side by side, so that no mma waits on the one before it */
 #pragma unroll
-                for (int k = 0; k < PF_UPW; k++) {
-                    gcu_mma(d[k][nb], pg[k][0], ph[k][0], pg[k][1], ph[k][1], h.x, h.y);
-                    gcu_mma(d[k][nb], pg[k][2], ph[k][2], pg[k][3], ph[k][3], h.z, h.w);
-                    gcu_mma(d[k][nb], pg[k][0], ph[k][0], pg[k][1], ph[k][1], l.x, l.y);
-                    gcu_mma(d[k][nb], pg[k][2], ph[k][2], pg[k][3], ph[k][3], l.z, l.w);
-                }
+                for (int k = 0; k < PF_UPW; k++) gcu_mma(d[k][nb], pg[k][0], ph[k][0], pg[k][1], ph[k][1], h.x, h.y);
+#pragma unroll
+                for (int k = 0; k < PF_UPW; k++) gcu_mma(d[k][nb], pg[k][2], ph[k][2], pg[k][3], ph[k][3], h.z, h.w);
+#pragma unroll
+                for (int k = 0; k < PF_UPW; k++) gcu_mma(d[k][nb], pg[k][0], ph[k][0], pg[k][1], ph[k][1], l.x, l.y);
+#pragma unroll
+                for (int k = 0; k < PF_UPW; k++) gcu_mma(d[k][nb], pg[k][2], ph[k][2], pg[k][3], ph[k][3], l.z, l.w);
             }
         }
 #pragma unroll
@@ -169,12 +205,17 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
 #pragma unroll
         for (int nb = 0; nb < NB; nb++)
             mine[k * NB + nb] = make_float4(acc[k][nb][0], acc[k][nb][1], acc[k][nb][2], acc[k][nb][3]);
-    __threadfence();
+    /* one thread's fence releases the block's stores (ordered before it by the barrier) and, on
+     * the last block, acquires the others' before its barrier lets the block read them: a fence
+     * in every thread was ~2-7 % of the stall samples (Nsight Compute, session 30) */
     __syncthreads();
-    if (tid == 0) pf_last = atomicAdd(&p.a.counters[tile], 1) == p.nsplit - 1;
+    if (tid == 0) {
+        __threadfence();
+        pf_last = atomicAdd(&p.a.counters[tile], 1) == p.nsplit - 1;
+        __threadfence();
+    }
     __syncthreads();
     if (!pf_last) return false;
-    __threadfence();
 #pragma unroll
     for (int k = 0; k < PF_UPW; k++)
 #pragma unroll
@@ -213,19 +254,21 @@ __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_consta
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
 
+    constexpr int NST = pf_stages(BPS);
+    const PfPlan pl = pf_plan(p, rb0);
     gcu_pdl_wait();
-    /* two stages: span j + 2's copies go into stage j % 2 once every warp is past span j */
-    if (ns > 0) pf_load<PPS>(p, pf_stage(pf_smem, p, 0), rb0, s0);
-    gcu_cp_commit();
-    if (ns > 1) pf_load<PPS>(p, pf_stage(pf_smem, p, 1), rb0, s0 + 1);
-    gcu_cp_commit();
+    /* a ring of NST stages, NST - 1 spans ahead: span j + NST - 1's copies go into the stage
+     * span j - 1 left, once every warp is past it (the barrier in the wait) */
+#pragma unroll
+    for (int j = 0; j < NST - 1; j++) {
+        if (j < ns) pf_load<PPS>(p, pl, pf_stage(pf_smem, p, j), s0 + j);
+        gcu_cp_commit();
+    }
     for (int j = 0; j < ns; j++) {
-        const PfStage st = pf_stage(pf_smem, p, j & 1);
-        gcu_cp_wait_block(1); /* span j is in (j + 1 may still be in flight) */
-        pf_span<PPS, SBF32, NB>(p, st, acc);
-        __syncthreads();
-        if (j + 2 < ns) pf_load<PPS>(p, st, rb0, s0 + j + 2);
+        gcu_cp_wait_block_n<NST - 2>(); /* span j is in (the NST - 2 after it may be in flight) */
+        if (j + NST - 1 < ns) pf_load<PPS>(p, pl, pf_stage(pf_smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
         gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
+        pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(pf_smem, p, j % NST), acc);
     }
     gcu_pdl_trigger();
     if (p.nsplit > 1 && !pf_merge<NB>(p, tile, split, acc)) return;
@@ -266,7 +309,8 @@ static const void *pf_pick(int nb, int bps, int pps, int sbf32) {
 /* The largest unit: MLX with 4 pieces a span and f32 scales (1024 bytes of nibbles, 8 lane
  * groups x 16 words). */
 #define PF_UNIT_MAX (1024 + 8 * 16 * 4)
-#define PF_SMEM_MAX (2 * pf_stage_bytes(PF_UNIT_MAX))
+/* the dynamic shared memory of an instance: its ring of stages */
+static size_t pf_smem_bytes(int bps, int unit_bytes) { return (size_t)pf_stages(bps) * pf_stage_bytes(unit_bytes); }
 
 extern "C" glim_status gcu_gemm_init(glim_error *err) {
     static int done;
@@ -276,9 +320,10 @@ extern "C" glim_status gcu_gemm_init(glim_error *err) {
         for (int k = 0; k < 3; k++)
             for (int f = 0; f < 2; f++) {
                 const void *fn = pf_pick(nbs[n], bps[n], pps[k], f);
-                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, PF_SMEM_MAX);
-                /* all of the SM's L1 as shared memory: two blocks of 77-91 KB (the carveout is a
-                 * hint the driver may otherwise set for one) */
+                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     (int)pf_smem_bytes(bps[n], PF_UNIT_MAX));
+                /* all of the SM's L1 as shared memory: two blocks of 77-91 KB or one of 154-182 KB
+                 * (the carveout is a hint the driver may otherwise set too small) */
                 if (e == cudaSuccess)
                     e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
                 if (e != cudaSuccess) return gcu_check(e, "prefill GEMM shared memory", err);
@@ -291,7 +336,7 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
     const gcu_mat *m = c->m;
     return c->gemm && c->T > 4 && c->T <= PF_TOK && m->f.kind == GCU_KIND_Q &&
            (m->f.pps == 1 || m->f.pps == 2 || m->f.pps == 4) && m->unit_bytes <= PF_UNIT_MAX &&
-           c->counters != NULL;
+           c->counters != NULL && (long long)m->nrb * m->f.nspan * (m->unit_bytes / 16) < 0xffffffffLL;
 }
 
 /* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
@@ -307,7 +352,7 @@ extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
     if (!gcu_gemm_takes(c) || gcu_gemm_init(&err) != GLIM_OK) return 0;
     int nb, bps, n = 0;
     pf_shape(c, &nb, &bps);
-    const size_t smem = (size_t)2 * pf_stage_bytes(c->m->unit_bytes);
+    const size_t smem = pf_smem_bytes(bps, c->m->unit_bytes);
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pf_pick(nb, bps, c->m->f.pps, c->m->sbf32), PF_THREADS, smem) !=
         cudaSuccess)
         return 0;
@@ -317,23 +362,28 @@ extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
 static long gemm_count; /* launches (gcu_gemm_count: tests check that the kernel ran) */
 extern "C" long gcu_gemm_count(void) { return gemm_count; }
 
+/* A block's cost beyond its spans, in spans: filling the ring (the first span's latency) and
+ * the split's partials out and back (32 KB, about two spans' weights). */
+#define PF_BLOCK_SPANS 2.0
+
 /* The splits of a row tile. The blocks are alike in work, so a grid of B = tiles x splits
- * blocks on P places (bps per SM) takes ceil(B / P) waves of 1 / splits of a tile's work each:
- * the split count with the least such time, the fewest splits where more save under 3 % (each
- * split adds its partials and a shorter pipeline), each split at least 3 spans, at most 16, and
- * all of them in the partial buffer. At the 30B's shapes on 132 SMs, 2 blocks each and 32
- * tokens: qkvg 34 tiles x 15 splits, o_proj and down 26 x 10, gate/up 156 x 3 (the buffer's
- * limit), the head's 790 tiles unsplit. */
+ * blocks on P places (bps per SM) takes ceil(B / P) waves of nspan / splits spans each, plus
+ * each block's PF_BLOCK_SPANS: the split count with the least such time, the fewest splits
+ * where more save under 3 %, each split at least 3 spans, at most 16, and all of them in the
+ * partial buffer. At the 30B's shapes on 132 SMs, one block each and 32 tokens: qkvg 34 tiles
+ * x 3 splits, o_proj and down 26 x 5 (one wave each), gate/up 156 x 3 (the buffer's limit), the
+ * head's 790 tiles unsplit. (Counted in waves alone, without the block's own cost, qkvg took
+ * 15 splits of 3.5 spans in 4 waves; session 29's design, never run before session 30.) */
 static int pf_splits(long long ntiles, int nspan, int nb, int bps, size_t partial_cap) {
     const long long places = (long long)gcu_sm_count() * bps;
     const size_t per = (size_t)PF_THREADS * PF_UPW * nb * 4 * sizeof(float); /* one tile's split */
     int best = 1;
-    double best_t = 2.0;
+    double best_t = 0.0;
     for (int ns = 1; ns <= 16 && (ns == 1 || ns * 3 <= nspan); ns++) {
         if (ns > 1 && (size_t)ntiles * ns * per > partial_cap) break;
         const long long B = ntiles * ns, waves = (B + places - 1) / places;
-        const double t = (double)waves / ns; /* in blocks' worth of one unsplit tile */
-        if (t < 0.97 * best_t) best = ns, best_t = t;
+        const double t = (double)waves * ((double)nspan / ns + (ns > 1 ? PF_BLOCK_SPANS : 0.5 * PF_BLOCK_SPANS));
+        if (ns == 1 || t < 0.97 * best_t) best = ns, best_t = t;
     }
     return best;
 }
@@ -358,6 +408,6 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     if (blocks > 0x7fffffffLL) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: %lld blocks", blocks);
     gemm_count++;
     void *args[] = {&p};
-    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(PF_THREADS), (size_t)2 * p.stage, st, c->pdl, args),
+    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(PF_THREADS), pf_smem_bytes(bps, m->unit_bytes), st, c->pdl, args),
                      "prefill GEMM launch", err);
 }
