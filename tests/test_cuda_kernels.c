@@ -203,8 +203,8 @@ static void matvec_swiglu_softcap(void) {
  * GPU's places, so split-K and its merge), more tiles than places and no split, rows and tokens
  * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
  * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
- * on split tiles; GLIM_CUDA_GEMM=2 (the 32-token instance at one block per SM) too. Same
- * tolerance as check_matvec. */
+ * on split tiles; GLIM_CUDA_GEMM=1 (the 32-token instance at two blocks per SM, two stages)
+ * and 2 (the default: one block, four stages). Same tolerance as check_matvec. */
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;

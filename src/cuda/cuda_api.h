@@ -218,8 +218,8 @@ typedef struct gcu_options {
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
     int gemm;      /* prefill: the products of 5..32 tokens of MLX weights on prefill_gemm.cu's
                       kernel, x staged in shared memory once per block and span
-                      (GLIM_CUDA_GEMM, 0 until its first GPU run; 2: its 32-token
-                      instance at 1 block per SM, no spills) instead of k_mv, which reads it per warp and unit */
+                      (GLIM_CUDA_GEMM, 2: its 32-token instance at 1 block per SM, 4 stages;
+                      1: at 2, 2 stages; 0: k_mv, which reads x per warp and unit) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
