@@ -203,26 +203,29 @@ static void matvec_swiglu_softcap(void) {
  * GPU's places, so split-K and its merge), more tiles than places and no split, rows and tokens
  * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
  * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
- * on split tiles; GLIM_CUDA_GEMM=1 (the 32-token instance at two blocks per SM, two stages)
- * and 2 (the default: one block, four stages). Same tolerance as check_matvec. */
+ * on split tiles; GLIM_CUDA_GEMM=1 (the 32-token instance at two blocks per SM, two stages),
+ * 2 (one block, four stages, split-K) and 3 (the default: stream-K; 2300 x 5120 is 9 tiles
+ * of 40 spans, 360 tile-spans over one wave of blocks, so blocks cross tiles and tiles have up
+ * to ~16 parts; 600 x 1536 is fewer tile-spans than places, one each). Same tolerance as
+ * check_matvec. */
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
-    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[7] = {
+    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[8] = {
         {600, 1536, 4, 64, GLIM_DT_BF16, 32}, {600, 1536, 4, 64, GLIM_DT_BF16, 5}, {37, 640, 4, 64, GLIM_DT_BF16, 13},
         {301, 896, 4, 128, GLIM_DT_F16, 27},  {77, 512, 4, 32, GLIM_DT_F32, 9},    {203, 384, 8, 64, GLIM_DT_BF16, 16},
-        {70001, 128, 4, 64, GLIM_DT_BF16, 8},
+        {70001, 128, 4, 64, GLIM_DT_BF16, 8}, {2300, 5120, 4, 64, GLIM_DT_BF16, 32},
     };
-    const char *settings[3] = {"1", "2", "0"};
-    for (int pass = 0; pass < 3; pass++) {
+    const char *settings[4] = {"1", "2", "3", "0"};
+    for (int pass = 0; pass < 4; pass++) {
         setenv("GLIM_CUDA_GEMM", settings[pass], 1);
         const long before = gcu_gemm_count();
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
             check_matvec(mats[i].rows, mats[i].cols, mats[i].bits, mats[i].group, mats[i].sdt, mats[i].T, 1);
         check_swiglu(17, 300, 1024);
         check_softcap(24, 1000, 256);
         /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
-        const long ran = gcu_gemm_count() - before, want = pass == 2 ? 0 : 2 * 9;
+        const long ran = gcu_gemm_count() - before, want = pass == 3 ? 0 : 2 * 10;
         CHECK(ran == want, "GLIM_CUDA_GEMM=%s: %ld GEMM launches, want %ld", settings[pass], ran, want);
     }
     if (saved) setenv("GLIM_CUDA_GEMM", saved, 1), free(saved);

@@ -134,10 +134,11 @@ extern "C" gcu_options gcu_options_default(void) {
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
     /* the prefill's products of 5..32 tokens of MLX weights on prefill_gemm.cu's tensor-core
-     * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, 1: at two (it
-     * spills). Session 30, H100, prefill of 2048 tokens: k_mv 618, GEMM=1 1088, GEMM=2 1189
-     * tok/s (bench/wip/s29_call0.sh; RESULTS v32) */
-    o.gemm = env_int("GLIM_CUDA_GEMM", 2);
+     * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
+     * same with stream-K; 1: two blocks an SM, split-K. Session 30, H100,
+     * prefill of 2048 tokens: k_mv 614, GEMM=2 1438, GEMM=3 (stream-K everywhere) 1534 tok/s
+     * (RESULTS v32) */
+    o.gemm = env_int("GLIM_CUDA_GEMM", 3);
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }

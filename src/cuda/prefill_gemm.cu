@@ -1,8 +1,9 @@
 /* prefill_gemm.cu: the prefill's matrix products on the tensor cores, 5..32 tokens at once, MLX
- * affine weights (4 or 8 bits) in their tiles (GLIM_CUDA_GEMM=2, the default; 1: its 32-token
- * instance at two blocks an SM; 0: k_mv in qmatvec.cu, which ran them before). Written in
- * session 29 with no GPU lent, first run and tuned in session 30 (RESULTS v32: prefill of 2048
- * tokens on an H100 614 tok/s with k_mv, 1438 with this kernel).
+ * affine weights (4 or 8 bits) in their tiles (GLIM_CUDA_GEMM=3, the default: stream-K; 2:
+ * split-K; 1: split-K with the 32-token instance at two blocks an SM; 0: k_mv in qmatvec.cu,
+ * which ran them before). Written in session 29 with no GPU lent, first run and tuned in
+ * session 30 (RESULTS v32: prefill of 2048 tokens on an H100 614 tok/s with k_mv, 1438 with
+ * split-K, ~1535 with stream-K).
  *
  * Why: k_mv reads the staged x of every token from L2 once per warp and weight unit: at 32
  * tokens 32 16-byte loads per lane per unit, ~16 KB of L2 reads for each 1152-byte unit, behind
@@ -10,14 +11,16 @@
  * prefill of 2048 tokens ~600 tok/s since session 1, whose note called a GEMM over token tiles
  * the real fix). Here a block owns PF_RBS row blocks (256 rows) for every token of the pass: per
  * span of the input it copies the span's 16 weight units and every token's staged x (hi and lo)
- * into shared memory once (cp.async, two stages: the next span's copies run under this one's
- * math), and each warp applies its PF_UPW units to every token from there. x is read from L2
- * once per block and span, 16 units' worth of tokens per read.
+ * into shared memory once (cp.async, a ring of stages: the next spans' copies run under this
+ * one's math), and each warp applies its PF_UPW units to every token from there. x is read from
+ * L2 once per block and span, 16 units' worth of tokens per read.
  *
- * Where the row tiles are fewer than the GPU's places (qkvg's 34, o_proj's and down's 26 tiles
- * on 132 SMs), the spans are split among blocks (split-K): each split leaves its sums in the
- * partial buffer, and the last block of a tile to arrive adds the splits in split order, so the
- * result does not depend on who arrives when, and writes the outputs.
+ * The tiles' spans are shared among blocks. Stream-K (GLIM_CUDA_GEMM=3): one wave of blocks, each
+ * an equal contiguous range of the tile-spans, tile after tile. Split-K (2): each tile cut into
+ * equal ranges, a block each, where the row tiles are fewer than the GPU's places (qkvg's 34,
+ * o_proj's and down's 26 tiles on 132 SMs). Either way, a block that holds part of a tile leaves
+ * its sums in the partial buffer, and the tile's last block to arrive adds the parts in order,
+ * so the result does not depend on who arrives when, and writes the outputs.
  *
  * The arithmetic is k_mv's: a nibble enters the bf16 mma as the exact integer q - 8 (an 8-bit
  * value as two nibbles, the staged x carrying the high one's 16), x as bf16 hi + lo (16 bits of
@@ -41,7 +44,9 @@ struct PfArgs {
     MvArgs a;       /* w, nspan, unit_u4, xs, xsum, kx, T, epi, out, ldo, out_rows, mult, cap,
                        qoff, counters (one per row tile, zero, left zero) */
     int nrb;        /* row blocks of the matrix */
-    int nsplit;     /* blocks per row tile, each a range of the spans */
+    int nsplit;     /* blocks per row tile, each a range of the spans (sk == 0) */
+    int sk;         /* 1: stream-K: the grid's blocks share the tiles' spans, tile after tile, in
+                       equal contiguous ranges (GLIM_CUDA_GEMM=3) */
     int stage;      /* bytes of one stage of shared memory */
     float *part;    /* split-K: [tile][split][thread][PF_UPW * NB * 4] */
 };
@@ -195,14 +200,16 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
     }
 }
 
-/* Split-K: this block's sums into the partial buffer; the tile's last block to arrive gets them
- * all back added in split order (returns true), the others return false. */
+/* A tile's span range shared by nparts blocks: this block's sums (the k-th part) into slot
+ * first + k of the partial buffer; the tile's last block to arrive gets them all back added in
+ * part order (returns true), the others return false. */
 template <int NB>
-__device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, float acc[PF_UPW][NB][4]) {
+__device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int first, int nparts, int k_mine,
+                                         float acc[PF_UPW][NB][4]) {
     __shared__ int pf_last;
     constexpr int V4 = PF_UPW * NB; /* float4 per thread */
     const int tid = threadIdx.x;
-    float4 *mine = (float4 *)p.part + ((size_t)tile * p.nsplit + split) * PF_THREADS * V4 + (size_t)tid * V4;
+    float4 *mine = (float4 *)p.part + ((size_t)first + k_mine) * PF_THREADS * V4 + (size_t)tid * V4;
 #pragma unroll
     for (int k = 0; k < PF_UPW; k++)
 #pragma unroll
@@ -214,7 +221,7 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
     __syncthreads();
     if (tid == 0) {
         __threadfence();
-        pf_last = atomicAdd(&p.a.counters[tile], 1) == p.nsplit - 1;
+        pf_last = atomicAdd(&p.a.counters[tile], 1) == nparts - 1;
         __threadfence();
     }
     __syncthreads();
@@ -223,8 +230,8 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
     for (int k = 0; k < PF_UPW; k++)
 #pragma unroll
         for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
-    for (int sp = 0; sp < p.nsplit; sp++) {
-        const float4 *q = (const float4 *)p.part + ((size_t)tile * p.nsplit + sp) * PF_THREADS * V4 + (size_t)tid * V4;
+    for (int sp = 0; sp < nparts; sp++) {
+        const float4 *q = (const float4 *)p.part + ((size_t)first + sp) * PF_THREADS * V4 + (size_t)tid * V4;
 #pragma unroll
         for (int k = 0; k < PF_UPW; k++)
 #pragma unroll
@@ -240,52 +247,90 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int split, f
     return true;
 }
 
-/* BPS: the blocks per SM the instance is built for: 2 (128 registers; the 4-n-block instances
- * spill a few words), or 1 for 4 n-blocks with GLIM_CUDA_GEMM=2 (no spills, 8 warps an SM).
- * Which is faster is the first GPU run's question. */
+/* Stream-K's blocks of tile t: the first and last block whose range of the ntiles x nspan
+ * tile-spans, [W b / G, W (b + 1) / G), holds one of t's. Their parts go to slots t + b of the
+ * partial buffer (unique: t + b grows along the blocks' segments), ntiles + G slots in all. */
+__device__ __forceinline__ int pf_sk_block(long long item, long long W, int G) {
+    const long long b = ((item + 1) * G + W - 1) / W - 1; /* the last b with W b / G <= item */
+    return (int)(b < G - 1 ? b : G - 1);
+}
+
+/* The tile-spans [s0, s0 + ns) of row tile `tile` into acc (zeroed first): a ring of NST
+ * stages, NST - 1 spans ahead; span j + NST - 1's copies go into the stage span j - 1 left,
+ * once every warp is past it (the barrier in the wait). */
+template <int PPS, bool SBF32, int NB, int BPS>
+__device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int tile, int s0, int ns,
+                                       float acc[PF_UPW][NB][4]) {
+    constexpr int NST = pf_stages(BPS);
+#pragma unroll
+    for (int k = 0; k < PF_UPW; k++)
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
+    const PfPlan pl = pf_plan(p, tile * PF_RBS);
+#pragma unroll
+    for (int j = 0; j < NST - 1; j++) {
+        if (j < ns) pf_load<PPS>(p, pl, pf_stage(smem, p, j), s0 + j);
+        gcu_cp_commit();
+    }
+    for (int j = 0; j < ns; j++) {
+        gcu_cp_wait_block_n<NST - 2>(); /* span j is in (the NST - 2 after it may be in flight) */
+        if (j + NST - 1 < ns) pf_load<PPS>(p, pl, pf_stage(smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
+        gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
+        pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(smem, p, j % NST), acc);
+    }
+}
+
+/* BPS: the blocks per SM the instance is built for: 1 for 4 n-blocks with GLIM_CUDA_GEMM 2 or 3
+ * (158-220 registers, 4 stages), else 2 (128 registers, 2 stages). A block works through one or
+ * more segments, each a range of one row tile's spans: under split-K (sk == 0) exactly one,
+ * split `blockIdx % nsplit` of tile `blockIdx / nsplit`; under stream-K the segments of its
+ * range of tile-spans. A segment that is a whole tile writes the outputs; the others merge. */
 template <int PPS, bool SBF32, int NB, int BPS>
 __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_constant__ PfArgs p) {
     extern __shared__ __align__(128) unsigned char pf_smem[];
     const MvArgs &a = p.a;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const int tile = blockIdx.x / p.nsplit, split = blockIdx.x % p.nsplit, rb0 = tile * PF_RBS;
-    const int s0 = (int)((long long)a.nspan * split / p.nsplit);
-    const int ns = (int)((long long)a.nspan * (split + 1) / p.nsplit) - s0;
+    const int nspan = a.nspan, G = gridDim.x, b = blockIdx.x;
+    const long long W = (long long)((p.nrb + PF_RBS - 1) / PF_RBS) * nspan;
+    long long item, end;
+    if (p.sk) {
+        item = W * b / G;
+        end = W * (b + 1) / G;
+    } else {
+        const int tile = b / p.nsplit, split = b % p.nsplit;
+        item = (long long)tile * nspan + (long long)nspan * split / p.nsplit;
+        end = (long long)tile * nspan + (long long)nspan * (split + 1) / p.nsplit;
+    }
     float acc[PF_UPW][NB][4];
-#pragma unroll
-    for (int k = 0; k < PF_UPW; k++)
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
-
-    constexpr int NST = pf_stages(BPS);
-    const PfPlan pl = pf_plan(p, rb0);
     gcu_pdl_wait();
-    /* a ring of NST stages, NST - 1 spans ahead: span j + NST - 1's copies go into the stage
-     * span j - 1 left, once every warp is past it (the barrier in the wait) */
+    while (item < end) {
+        const int tile = (int)(item / nspan), s0 = (int)(item - (long long)tile * nspan);
+        const long long tend = (long long)(tile + 1) * nspan;
+        const int ns = (int)((end < tend ? end : tend) - item);
+        int first, nparts, k_mine;
+        if (p.sk) {
+            const int bf = pf_sk_block((long long)tile * nspan, W, G), bl = pf_sk_block(tend - 1, W, G);
+            first = tile + bf, nparts = bl - bf + 1, k_mine = b - bf;
+        } else {
+            first = (b / p.nsplit) * p.nsplit, nparts = p.nsplit, k_mine = b % p.nsplit;
+        }
+        __syncthreads(); /* every warp is past the last segment's stages before they refill */
+        pf_run<PPS, SBF32, NB, BPS>(p, pf_smem, tile, s0, ns, acc);
+        item += ns;
+        if (item >= end) gcu_pdl_trigger();
+        if (nparts > 1 && !pf_merge<NB>(p, tile, first, nparts, k_mine, acc)) continue;
 #pragma unroll
-    for (int j = 0; j < NST - 1; j++) {
-        if (j < ns) pf_load<PPS>(p, pl, pf_stage(pf_smem, p, j), s0 + j);
-        gcu_cp_commit();
-    }
-    for (int j = 0; j < ns; j++) {
-        gcu_cp_wait_block_n<NST - 2>(); /* span j is in (the NST - 2 after it may be in flight) */
-        if (j + NST - 1 < ns) pf_load<PPS>(p, pl, pf_stage(pf_smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
-        gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
-        pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(pf_smem, p, j % NST), acc);
-    }
-    gcu_pdl_trigger();
-    if (p.nsplit > 1 && !pf_merge<NB>(p, tile, split, acc)) return;
+        for (int k = 0; k < PF_UPW; k++) {
+            const int rb = tile * PF_RBS + warp * PF_UPW + k;
+            if (rb >= p.nrb) continue;
 #pragma unroll
-    for (int k = 0; k < PF_UPW; k++) {
-        const int rb = rb0 + warp * PF_UPW + k;
-        if (rb >= p.nrb) continue;
+            for (int nb = 0; nb < NB; nb++)
 #pragma unroll
-        for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int tok = nb * 8 + 2 * t + j;
-                if (tok < a.T) mv_out_token(a, rb, g, tok, &acc[k][nb][j], &acc[k][nb][2 + j]);
-            }
+                for (int j = 0; j < 2; j++) {
+                    const int tok = nb * 8 + 2 * t + j;
+                    if (tok < a.T) mv_out_token(a, rb, g, tok, &acc[k][nb][j], &acc[k][nb][2 + j]);
+                }
+        }
     }
 }
 
@@ -345,7 +390,7 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
 /* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
 static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
     *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
-    *bps = *nb == 4 && c->gemm == 2 ? 1 : 2;
+    *bps = *nb == 4 && c->gemm >= 2 ? 1 : 2;
 }
 
 /* Blocks of the call's instance an SM holds at once (0 when the GEMM does not take it): what
@@ -404,10 +449,19 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     p.a = mv_args_of(c);
     p.nrb = m->nrb;
     const long long ntiles = (m->nrb + PF_RBS - 1) / PF_RBS;
-    p.nsplit = c->partial ? pf_splits(ntiles, m->f.nspan, nb, bps, c->partial_cap) : 1;
+    const size_t per = (size_t)PF_THREADS * PF_UPW * nb * 4 * sizeof(float); /* one part of a tile */
+    const long long places = (long long)gcu_sm_count() * bps, W = ntiles * m->f.nspan;
+    const long long G = W < places ? W : places;
+    /* stream-K (GLIM_CUDA_GEMM=3, the default): a grid of one wave, ntiles + G slots of
+     * partials. Session 30, H100, 32 tokens, against split-K: gate/up (468 split-K blocks, 3.55
+     * waves) 172 -> 137 us, qkvg 49 -> 49, o_proj 32 -> 36, down 81 -> 84 (split-K's single
+     * waves of 130 blocks did better there; stream-K only where split-K takes more than a wave
+     * is the next thing to measure) */
+    p.sk = c->gemm == 3 && c->partial && (size_t)(ntiles + G) * per <= c->partial_cap;
+    p.nsplit = p.sk || !c->partial ? 1 : pf_splits(ntiles, m->f.nspan, nb, bps, c->partial_cap);
     p.stage = pf_stage_bytes(m->unit_bytes);
     p.part = (float *)c->partial;
-    const long long blocks = ntiles * p.nsplit;
+    const long long blocks = p.sk ? G : ntiles * p.nsplit;
     if (blocks > 0x7fffffffLL) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: %lld blocks", blocks);
     gemm_count++;
     void *args[] = {&p};

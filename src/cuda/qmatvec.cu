@@ -354,7 +354,7 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * T * out_rows), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&xs, 2ull * 2 * T * f.kx), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&xsum, sizeof(float) * (xsn ? xsn : 1)), "alloc", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 1)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 4)), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
         (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
         goto out;
@@ -388,8 +388,9 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         c.smem = smem;
         c.pf_units = 4;
         c.bps = 1;
-        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 1);
-        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM=1 or 2: the GEMM for 5..32 tokens */
+        /* 4 blocks an SM's worth: room for the prefill GEMM's stream-K parts (tiles + grid) */
+        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 4);
+        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM 1..3: the GEMM for 5..32 tokens */
         /* twice: the second run checks that the counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_mv_launch(&c, 0, err);
         if (s != GLIM_OK) goto out;
