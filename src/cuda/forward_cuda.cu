@@ -139,6 +139,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * prefill of 2048 tokens: k_mv 614, GEMM=2 1438, GEMM=3 (stream-K everywhere) 1534 tok/s
      * (RESULTS v32) */
     o.gemm = env_int("GLIM_CUDA_GEMM", 3);
+    if (o.gemm < 0 || o.gemm > 3) o.gemm = 3; /* an unknown setting: the default, not a mode */
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
