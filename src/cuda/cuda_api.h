@@ -218,8 +218,9 @@ typedef struct gcu_options {
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
     int gemm;      /* prefill: the products of 5..32 tokens of MLX weights on prefill_gemm.cu's
                       kernel, x staged in shared memory once per block and span
-                      (GLIM_CUDA_GEMM, 2: its 32-token instance at 1 block per SM, 4 stages;
-                      1: at 2, 2 stages; 0: k_mv, which reads x per warp and unit) */
+                      (GLIM_CUDA_GEMM, 3: its 32-token instance at 1 block per SM, 4 stages,
+                      stream-K; 2: the same, split-K; 1: at 2 blocks, 2 stages, split-K; 0:
+                      k_mv, which reads x per warp and unit) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -312,9 +313,9 @@ long gcu_dmv_even_count(void);
 /* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on the
  * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
+long gcu_dmv_late_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
-long gcu_dmv_late_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */
 int gcu_sm_count(void);
 /* Decode attention launches enqueued with GLIM_CUDA_DIAG_ATT_TWICE's second pass (tests). */

@@ -1103,7 +1103,7 @@ static void prof_first_layers(const gcu_model *g, int which[2]) {
         if (*w < 0) *w = l;
     }
 }
-/* Bytes of layer l's weights. */
+/* Bytes of a layer's weights (its four products). */
 static double prof_layer_bytes(const gcu_layer *y) {
     return (double)(y->qkvg.bytes + y->o.bytes + y->gu.bytes + y->down.bytes);
 }
@@ -1383,7 +1383,7 @@ extern "C" int gcu_profile_prefill(gcu_session *s, int pos, int T, gcu_prof_row 
     for (int k = 0; k < 4 && n < max; k++, n++) {
         gcu_mv_call c = mv_call(s, mvs[k].M, mvs[k].xs, mvs[k].xsum, T, mvs[k].epi, mvs[k].out, mvs[k].ld, mvs[k].rows);
         if (gcu_gemm_takes(&c))
-            snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (prefill GEMM, %d blocks an SM)", names[k], T,
+            snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (prefill GEMM, blocks an SM: %d)", names[k], T,
                      gcu_gemm_blocks_per_sm(&c));
         else
             snprintf(rows[n].name, sizeof rows[n].name, "%s, %d tokens (k_mv)", names[k], T);

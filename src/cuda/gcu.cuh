@@ -687,18 +687,20 @@ __device__ __forceinline__ void gcu_cp_async4(void *dst, const void *src) {
 }
 /* Closes this thread's asynchronous copies issued since the last commit into one group. */
 __device__ __forceinline__ void gcu_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-/* Waits until at most `pending` (0 or 1) of this thread's groups are in flight, then for the
- * block's: a stage or tile whose copies were committed before the newest `pending` is in. */
-__device__ __forceinline__ void gcu_cp_wait_block(int pending) {
-    if (pending) asm volatile("cp.async.wait_group 1;" ::: "memory");
-    else asm volatile("cp.async.wait_group 0;" ::: "memory");
-    __syncthreads();
-}
-
-/* gcu_cp_wait_block for a ring of more stages: at most PENDING groups still in flight. */
+/* Waits until at most PENDING of this thread's groups are in flight. */
+template <int PENDING>
+__device__ __forceinline__ void gcu_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
+/* Then for the block's: a stage or tile whose copies were committed before the newest PENDING
+ * is in. */
 template <int PENDING>
 __device__ __forceinline__ void gcu_cp_wait_block_n() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+    gcu_cp_wait<PENDING>();
+    __syncthreads();
+}
+/* The same for a two-deep ring, `pending` 0 or 1 chosen at run time (one barrier after either). */
+__device__ __forceinline__ void gcu_cp_wait_block(int pending) {
+    if (pending) gcu_cp_wait<1>();
+    else gcu_cp_wait<0>();
     __syncthreads();
 }
 

@@ -48,7 +48,7 @@ struct PfArgs {
     int sk;         /* 1: stream-K: the grid's blocks share the tiles' spans, tile after tile, in
                        equal contiguous ranges (GLIM_CUDA_GEMM=3) */
     int stage;      /* bytes of one stage of shared memory */
-    float *part;    /* split-K: [tile][split][thread][PF_UPW * NB * 4] */
+    float *part;    /* the parts of shared tiles: [slot][thread][PF_UPW * NB * 4] (pf_merge) */
 };
 
 /* A stage of shared memory: the span's PF_RBS units, its x of each token (hi, lo) and its
@@ -117,12 +117,21 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfPlan &pl, const
     }
 }
 
+/* Zeroes a warp's sums (PF_UPW units x NB n-blocks x 4). */
+template <int NB>
+__device__ __forceinline__ void pf_zero(float v[PF_UPW][NB][4]) {
+#pragma unroll
+    for (int k = 0; k < PF_UPW; k++)
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) v[k][nb][0] = v[k][nb][1] = v[k][nb][2] = v[k][nb][3] = 0.0f;
+}
+
 /* One span from stage st into acc: for each piece, the warp's PF_UPW units times every token's
  * x (NB n-blocks of 8 tokens, hi then lo into the same sums), then the piece's scale and bias.
- * Lane (g, t) holds rows g and g + 8 of its units for tokens nb * 8 + 2t and + 1. The units'
- * words are read from shared memory as they are needed (word i of the lane's two 16-byte words
- * per 32 input columns, the scales per piece), not held for the span: at 4 n-blocks the
- * kernel's 128 registers spilled with them held. */
+ * Lane (g, t) holds rows g and g + 8 of its units for tokens nb * 8 + 2t and + 1. With HOLD the
+ * lane's two 16-byte words of each unit are read once a span; without (the 2-block instances
+ * with 2 or 4 n-blocks, whose 128 registers spill with them held) word i is read where the 32
+ * input columns it covers are used. The scales are read per piece. */
 __device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 template <int PPS, bool SBF32, int NB, bool HOLD>
@@ -144,10 +153,7 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
 #pragma unroll
     for (int pc = 0; pc < PPS; pc++) {
         float d[PF_UPW][NB][4];
-#pragma unroll
-        for (int k = 0; k < PF_UPW; k++)
-#pragma unroll
-            for (int nb = 0; nb < NB; nb++) d[k][nb][0] = d[k][nb][1] = d[k][nb][2] = d[k][nb][3] = 0.0f;
+        pf_zero<NB>(d);
 #pragma unroll
         for (int ii = 0; ii < 4 / PPS; ii++) {
             const int i = pc * (4 / PPS) + ii; /* the lane's word i: input columns 32 i .. 32 i + 31 */
@@ -226,10 +232,7 @@ __device__ __forceinline__ bool pf_merge(const PfArgs &p, int tile, int first, i
     }
     __syncthreads();
     if (!pf_last) return false;
-#pragma unroll
-    for (int k = 0; k < PF_UPW; k++)
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
+    pf_zero<NB>(acc);
     for (int sp = 0; sp < nparts; sp++) {
         const float4 *q = (const float4 *)p.part + ((size_t)first + sp) * PF_THREADS * V4 + (size_t)tid * V4;
 #pragma unroll
@@ -262,10 +265,7 @@ template <int PPS, bool SBF32, int NB, int BPS>
 __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int tile, int s0, int ns,
                                        float acc[PF_UPW][NB][4]) {
     constexpr int NST = pf_stages(BPS);
-#pragma unroll
-    for (int k = 0; k < PF_UPW; k++)
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++) acc[k][nb][0] = acc[k][nb][1] = acc[k][nb][2] = acc[k][nb][3] = 0.0f;
+    pf_zero<NB>(acc);
     const PfPlan pl = pf_plan(p, tile * PF_RBS);
 #pragma unroll
     for (int j = 0; j < NST - 1; j++) {
@@ -417,14 +417,12 @@ extern "C" long gcu_gemm_count(void) { return gemm_count; }
 /* The splits of a row tile. The blocks are alike in work, so a grid of B = tiles x splits
  * blocks on P places (bps per SM) takes ceil(B / P) waves of nspan / splits spans each, plus
  * each block's PF_BLOCK_SPANS: the split count with the least such time, the fewest splits
- * where more save under 3 %, each split at least 3 spans, at most 16, and all of them in the
- * partial buffer. At the 30B's shapes on 132 SMs, one block each and 32 tokens: qkvg 34 tiles
+ * where more save under 3 %, each split at least 3 spans, at most 16, and all of them (`per`
+ * bytes each) in the partial buffer. At the 30B's shapes on 132 SMs, one block each and 32 tokens: qkvg 34 tiles
  * x 3 splits, o_proj and down 26 x 5 (one wave each), gate/up 156 x 3 (the buffer's limit), the
  * head's 790 tiles unsplit. (Counted in waves alone, without the block's own cost, qkvg took
  * 15 splits of 3.5 spans in 4 waves; session 29's design, never run before session 30.) */
-static int pf_splits(long long ntiles, int nspan, int nb, int bps, size_t partial_cap) {
-    const long long places = (long long)gcu_sm_count() * bps;
-    const size_t per = (size_t)PF_THREADS * PF_UPW * nb * 4 * sizeof(float); /* one tile's split */
+static int pf_splits(long long ntiles, int nspan, long long places, size_t per, size_t partial_cap) {
     int best = 1;
     double best_t = 0.0;
     for (int ns = 1; ns <= 16 && (ns == 1 || ns * 3 <= nspan); ns++) {
@@ -458,7 +456,7 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
      * waves of 130 blocks did better there; stream-K only where split-K takes more than a wave
      * is the next thing to measure) */
     p.sk = c->gemm == 3 && c->partial && (size_t)(ntiles + G) * per <= c->partial_cap;
-    p.nsplit = p.sk || !c->partial ? 1 : pf_splits(ntiles, m->f.nspan, nb, bps, c->partial_cap);
+    p.nsplit = p.sk || !c->partial ? 1 : pf_splits(ntiles, m->f.nspan, places, per, c->partial_cap);
     p.stage = pf_stage_bytes(m->unit_bytes);
     p.part = (float *)c->partial;
     const long long blocks = p.sk ? G : ntiles * p.nsplit;
