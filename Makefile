@@ -47,7 +47,8 @@ endif
 
 ifneq ($(CU_SRC),)
 CFLAGS    += -DGLIM_HAVE_CUDA
-NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -lineinfo \
+NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90
+NVCCFLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -lineinfo \
              -Xcompiler -fPIC -Iinclude -Isrc -DGLIM_HAVE_CUDA
 LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
 endif
@@ -80,6 +81,9 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT_OBJ) $(BUILD)/libglimmer.a
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests -Itests/support -MMD -MP -c -o $@ $<
+
+# the prefill GEMM's wgmma exists only in the architecture-specific target (H100, H200)
+$(BUILD)/src/cuda/prefill_gemm.o: NVCC_ARCH := -gencode=arch=compute_90a,code=sm_90a
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)

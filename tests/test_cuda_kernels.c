@@ -204,28 +204,31 @@ static void matvec_swiglu_softcap(void) {
  * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
  * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
  * on split tiles; GLIM_CUDA_GEMM=1 (the 32-token instance at two blocks per SM, two stages),
- * 2 (one block, four stages, split-K) and 3 (the default: stream-K; 2300 x 5120 is 9 tiles
- * of 40 spans, 360 tile-spans over one wave of blocks, so blocks cross tiles and tiles have up
- * to ~16 parts; 600 x 1536 is fewer tile-spans than places, one each). Same tolerance as
- * check_matvec. */
+ * 2 (one block, four stages, split-K), 3 (the default: stream-K where split-K would take more
+ * than a wave: 38393 x 512 is 150 tiles of 4 spans, 600 tile-spans over one wave of blocks, so
+ * blocks cross tiles; split-K on the rest: 2300 x 5120 is 9 tiles of up to 13 parts), 4 and 5
+ * (as 3, 17..32 tokens on wgmma, hi and lo as columns of n64 or in turn at n32: groups of 128,
+ * 64 and 32, 8 bits, the epilogues). Same tolerance as check_matvec. */
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
-    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[8] = {
+    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[11] = {
         {600, 1536, 4, 64, GLIM_DT_BF16, 32}, {600, 1536, 4, 64, GLIM_DT_BF16, 5}, {37, 640, 4, 64, GLIM_DT_BF16, 13},
         {301, 896, 4, 128, GLIM_DT_F16, 27},  {77, 512, 4, 32, GLIM_DT_F32, 9},    {203, 384, 8, 64, GLIM_DT_BF16, 16},
         {70001, 128, 4, 64, GLIM_DT_BF16, 8}, {2300, 5120, 4, 64, GLIM_DT_BF16, 32},
+        {38393, 512, 4, 64, GLIM_DT_BF16, 32}, /* 150 tiles of 4 spans: stream-K */
+        {333, 1024, 4, 32, GLIM_DT_F32, 29},    {203, 384, 8, 64, GLIM_DT_BF16, 24}, /* wgmma: 4 pieces, 8 bits */
     };
-    const char *settings[4] = {"1", "2", "3", "0"};
-    for (int pass = 0; pass < 4; pass++) {
+    const char *settings[6] = {"1", "2", "3", "4", "5", "0"};
+    for (int pass = 0; pass < 6; pass++) {
         setenv("GLIM_CUDA_GEMM", settings[pass], 1);
         const long before = gcu_gemm_count();
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 11; i++)
             check_matvec(mats[i].rows, mats[i].cols, mats[i].bits, mats[i].group, mats[i].sdt, mats[i].T, 1);
         check_swiglu(17, 300, 1024);
         check_softcap(24, 1000, 256);
         /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
-        const long ran = gcu_gemm_count() - before, want = pass == 3 ? 0 : 2 * 10;
+        const long ran = gcu_gemm_count() - before, want = pass == 5 ? 0 : 2 * 13;
         CHECK(ran == want, "GLIM_CUDA_GEMM=%s: %ld GEMM launches, want %ld", settings[pass], ran, want);
     }
     if (saved) setenv("GLIM_CUDA_GEMM", saved, 1), free(saved);

@@ -219,8 +219,9 @@ typedef struct gcu_options {
     int gemm;      /* prefill: the products of 5..32 tokens of MLX weights on prefill_gemm.cu's
                       kernel, x staged in shared memory once per block and span
                       (GLIM_CUDA_GEMM, 3: its 32-token instance at 1 block per SM, 4 stages,
-                      stream-K; 2: the same, split-K; 1: at 2 blocks, 2 stages, split-K; 0:
-                      k_mv, which reads x per warp and unit) */
+                      stream-K where split-K would take more than a wave; 4, 5: as 3 on wgmma
+                      for 17..32 tokens; 2: split-K only; 1: at 2 blocks, 2 stages, split-K;
+                      0: k_mv, which reads x per warp and unit) */
 } gcu_options;
 
 gcu_options gcu_options_default(void);

@@ -135,11 +135,12 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
     /* the prefill's products of 5..32 tokens of MLX weights on prefill_gemm.cu's tensor-core
      * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
-     * same with stream-K; 1: two blocks an SM, split-K. Session 30, H100,
-     * prefill of 2048 tokens: k_mv 614, GEMM=2 1438, GEMM=3 (stream-K everywhere) 1534 tok/s
-     * (RESULTS v32) */
+     * same with stream-K where split-K would take more than a wave; 4, 5: as 3 with 17..32
+     * tokens on wgmma (hi and lo as n64's columns, or in turn at n32); 1: two blocks an SM,
+     * split-K. H100, prefill of 2048 tokens: k_mv 614, GEMM=2 1438, stream-K everywhere 1534
+     * (session 30, RESULTS v32), GEMM=3 as now 1553-1558 tok/s (session 31, v33) */
     o.gemm = env_int("GLIM_CUDA_GEMM", 3);
-    if (o.gemm < 0 || o.gemm > 3) o.gemm = 3; /* an unknown setting: the default, not a mode */
+    if (o.gemm < 0 || o.gemm > 5) o.gemm = 3; /* an unknown setting: the default, not a mode */
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }

@@ -1,9 +1,10 @@
 /* prefill_gemm.cu: the prefill's matrix products on the tensor cores, 5..32 tokens at once, MLX
- * affine weights (4 or 8 bits) in their tiles (GLIM_CUDA_GEMM=3, the default: stream-K; 2:
+ * affine weights (4 or 8 bits) in their tiles (GLIM_CUDA_GEMM=3, the default: stream-K where
+ * split-K would take more than a wave; 4 and 5: the same with 17..32 tokens on wgmma; 2:
  * split-K; 1: split-K with the 32-token instance at two blocks an SM; 0: k_mv in qmatvec.cu,
  * which ran them before). Written in session 29 with no GPU lent, first run and tuned in
  * session 30 (RESULTS v32: prefill of 2048 tokens on an H100 614 tok/s with k_mv, 1438 with
- * split-K, ~1535 with stream-K).
+ * split-K, ~1535 with stream-K), ~1555 in session 31 with stream-K only where it pays.
  *
  * Why: k_mv reads the staged x of every token from L2 once per warp and weight unit: at 32
  * tokens 32 16-byte loads per lane per unit, ~16 KB of L2 reads for each 1152-byte unit, behind
@@ -15,10 +16,11 @@
  * one's math), and each warp applies its PF_UPW units to every token from there. x is read from
  * L2 once per block and span, 16 units' worth of tokens per read.
  *
- * The tiles' spans are shared among blocks. Stream-K (GLIM_CUDA_GEMM=3): one wave of blocks, each
- * an equal contiguous range of the tile-spans, tile after tile. Split-K (2): each tile cut into
- * equal ranges, a block each, where the row tiles are fewer than the GPU's places (qkvg's 34,
- * o_proj's and down's 26 tiles on 132 SMs). Either way, a block that holds part of a tile leaves
+ * The tiles' spans are shared among blocks. Stream-K (where split-K's grid would be more than a
+ * wave: gate/up, the head): one wave of blocks, each an equal contiguous range of the
+ * tile-spans, tile after tile. Split-K (the rest, and everything under GLIM_CUDA_GEMM=2): each
+ * tile cut into equal ranges, a block each, where the row tiles are fewer than the GPU's places
+ * (qkvg's 34, o_proj's and down's 26 tiles on 132 SMs). Either way, a block that holds part of a tile leaves
  * its sums in the partial buffer, and the tile's last block to arrive adds the parts in order,
  * so the result does not depend on who arrives when, and writes the outputs.
  *
@@ -74,6 +76,94 @@ __host__ __device__ __forceinline__ int pf_stage_bytes(int unit_bytes) {
  * bytes in flight an SM needs at the memory's latency), 2 where two blocks share the SM. */
 __host__ __device__ constexpr int pf_stages(int bps) { return bps == 1 ? 4 : 2; }
 
+/* ---- the wgmma path (GLIM_CUDA_GEMM 4 and 5: the 32-token instance) -----------------------
+ * A warpgroup (4 warps) issues wgmma.m64n64k16: A, 64 rows by 16 inputs, is its 4 warps' units
+ * at one PF_UPW index (warp w's rows as rows 16 w ..), from registers in mma.sync's fragment
+ * layout (the same nibble pairs gcu_nib2 makes); B, 16 inputs by 64 columns (column 2 tok + 0
+ * is token tok's x hi, + 1 its lo), is read by the tensor cores from shared memory; D, 64 x 64
+ * fp32, stays in registers. Unlike mma.sync, the warps do not load x themselves, and the
+ * tensor cores run while the warps go on until the wait.
+ *
+ * The k order. In mma.sync's fragments lane t's pairs k = 2t, 2t + 1 and 2t + 8, 2t + 9 are
+ * its nibble pairs 2s and 2s + 1 of word i (step s of the word's two 16-input steps), which
+ * hold span inputs 32 i + 8 t + 4 s + {0, 1} and {2, 3} (k_mv's x items, as layout.cu lays the
+ * words out). So B's row k of step (i, s) is input 32 i + 8 (k / 2 % 4) + 4 s + 2 (k / 8) +
+ * k % 2: four-byte pairs from four places, which the copies scatter (gcu_cp_async4) into
+ * wgmma's K-major layout without swizzle: 8 x 16-byte core matrices (8 columns, 8 k), the two
+ * k halves PF_WG_LBO apart, the 8 column groups PF_WG_SBO apart, the 8 steps PF_WG_STEP apart:
+ * 16 KB a span, in the stage's room for x hi and lo. */
+#define PF_WG_LBO 128
+#define PF_WG_SBO 256
+#define PF_WG_STEP (8 * PF_WG_SBO)
+#define PF_WG_HALF (4 * PF_WG_SBO) /* WG 2: a step's lo columns after its hi ones */
+/* Where B's pair of span inputs rc, rc + 1 (rc even) of column 0 sits in a stage's B. */
+__device__ __forceinline__ int pf_wg_off(int rc) {
+    const int i = rc >> 5, t = (rc >> 3) & 3, s = (rc >> 2) & 1, half = (rc >> 1) & 1;
+    return (2 * i + s) * PF_WG_STEP + half * PF_WG_LBO + t * 4;
+}
+/* The matrix descriptor of B at shared address `addr` (no swizzle: bits 62-63 zero). */
+__device__ __forceinline__ uint64_t pf_wg_desc(const void *b) {
+    const uint32_t addr = (uint32_t)__cvta_generic_to_shared(b);
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(PF_WG_LBO >> 4) << 16 | (uint64_t)(PF_WG_SBO >> 4) << 32;
+}
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define PF_WG_BUILT 1
+#else
+#define PF_WG_BUILT 0 /* wgmma needs the sm_90a target (the Makefile builds this file for it) */
+#endif
+__device__ __forceinline__ void pf_wg_fence() {
+#if PF_WG_BUILT
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pf_wg_commit_wait() {
+#if PF_WG_BUILT
+    asm volatile("wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+/* Keeps the compiler from moving register reads or writes across the asynchronous mma: the
+ * values pass through an empty asm the ordered wgmma asms sit between. */
+__device__ __forceinline__ void pf_wg_pin(float &v) { asm volatile("" : "+f"(v)::"memory"); }
+__device__ __forceinline__ void pf_wg_pin(uint32_t &v) { asm volatile("" : "+r"(v)::"memory"); }
+/* d (+)= A B: D's 32 values of this thread, A's four registers, B's descriptor; ACC 0 ignores
+ * d's old values (the piece's first step). */
+template <int ACC>
+__device__ __forceinline__ void pf_wg_mma(float d[32], const uint32_t a[4], uint64_t desc) {
+#if PF_WG_BUILT
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+                   "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+                   "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(ACC));
+#else
+    __trap();
+#endif
+}
+
+/* The same at n32 (16 values of D a thread): GLIM_CUDA_GEMM=5 puts a step's hi and lo columns in
+ * two such calls on one D. */
+template <int ACC>
+__device__ __forceinline__ void pf_wg_mma32(float d[16], const uint32_t a[4], uint64_t desc) {
+#if PF_WG_BUILT
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %21, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(ACC));
+#else
+    __trap();
+#endif
+}
+
 /* A thread's 16-byte weight copies per span (16 units of at most 96 words over 256 threads) and
  * where they come from, relative to span 0: worked out once per block, since a division per
  * copy by the unit's width was a quarter of the kernel's instructions (Nsight Compute, session
@@ -98,7 +188,7 @@ __device__ __forceinline__ PfPlan pf_plan(const PfArgs &p, int rb0) {
  * not copied; their sums are never written), each token's 16 items of hi and of lo, the
  * per-piece sums of x. Tokens past T are not copied either: a column of the mma's B only
  * reaches that token's outputs, which are not written. */
-template <int PPS>
+template <int PPS, int WG>
 __device__ __forceinline__ void pf_load(const PfArgs &p, const PfPlan &pl, const PfStage &st, int s) {
     const MvArgs &a = p.a;
     const int tid = threadIdx.x;
@@ -106,10 +196,26 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfPlan &pl, const
 #pragma unroll
     for (int n = 0; n < PF_WCOPY; n++)
         if (pl.w[n] != ~0u) gcu_cp_async16(st.w + tid + n * PF_THREADS, ws + pl.w[n]);
-    const int item = tid & 15; /* column 2 tok (hi) or 2 tok + 1 (lo), its 16-byte item */
-    for (int col = tid >> 4; col < 2 * a.T; col += PF_THREADS / 16) {
-        unsigned char *dst = ((col & 1) ? st.bl : st.bh) + (col >> 1) * PF_TSTRIDE + item * 16;
-        gcu_cp_async16(dst, a.xs + (size_t)col * a.kx + (size_t)s * 128 + item * 8);
+    if (WG) {
+        /* wgmma's B: the thread's pair of inputs q (columns 2q, 2q + 1 of the span) of every
+         * 4th column n (a token's hi or lo), 4 bytes each, to where pf_wg_off puts them */
+        const int q = tid & 63, n0 = tid >> 6;
+        unsigned char *dst = st.bh + pf_wg_off(2 * q);
+        const __nv_bfloat16 *src = a.xs + (size_t)s * 128 + 2 * q;
+#pragma unroll
+        for (int j = 0; j < 2 * PF_TOK / 4; j++) {
+            const int n = n0 + 4 * j, tok = n >> 1; /* (n & 1 = n0 & 1) */
+            /* WG 1: B's column n; WG 2: column tok of the step's hi (n even) or lo half */
+            const int o = WG == 1 ? (n >> 3) * PF_WG_SBO + (n & 7) * 16
+                                  : (n & 1) * PF_WG_HALF + (tok >> 3) * PF_WG_SBO + (tok & 7) * 16;
+            if (n < 2 * a.T) gcu_cp_async4(dst + o, src + (size_t)n * a.kx);
+        }
+    } else {
+        const int item = tid & 15; /* column 2 tok (hi) or 2 tok + 1 (lo), its 16-byte item */
+        for (int col = tid >> 4; col < 2 * a.T; col += PF_THREADS / 16) {
+            unsigned char *dst = ((col & 1) ? st.bl : st.bh) + (col >> 1) * PF_TSTRIDE + item * 16;
+            gcu_cp_async16(dst, a.xs + (size_t)col * a.kx + (size_t)s * 128 + item * 8);
+        }
     }
     for (int i = tid; i < a.T * PPS; i += PF_THREADS) {
         const int tok = i / PPS, pc = i - tok * PPS;
@@ -206,6 +312,91 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
     }
 }
 
+/* One span from stage st into acc on wgmma (PF_UPW m64 tiles a warpgroup, 32 tokens): for each
+ * piece, every A fragment of the piece from the lane's held words, then the piece's steps on
+ * the tensor cores (the first one zeroing D), one wait, and the piece's scale and bias as in
+ * pf_span. D's columns 8 j + 2 t and + 1 of lane (g, t) are token 4 j + t's hi and lo sums of
+ * rows g and g + 8 (d[4 j] + d[4 j + 1], d[4 j + 2] + d[4 j + 3]); acc[k][nb][e] and [2 + e]
+ * keep token 8 nb + 4 e + t's. */
+template <int PPS, bool SBF32, int WG>
+__device__ __forceinline__ void pf_span_wg(const PfArgs &p, const PfStage &st, float acc[PF_UPW][4][4]) {
+    constexpr int WPP = 4 / PPS; /* words (two steps each) a piece */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const uint4 *su0 = st.w + (size_t)warp * PF_UPW * p.a.unit_u4;
+    uint4 hw[PF_UPW][2];
+#pragma unroll
+    for (int k = 0; k < PF_UPW; k++) {
+        hw[k][0] = su0[(size_t)k * p.a.unit_u4 + gcu_unit_u4(lane, 0)];
+        hw[k][1] = su0[(size_t)k * p.a.unit_u4 + gcu_unit_u4(lane, 1)];
+    }
+    const uint64_t desc0 = pf_wg_desc(st.bh);
+#pragma unroll
+    for (int pc = 0; pc < PPS; pc++) {
+        uint32_t af[PF_UPW][2 * WPP][4];
+#pragma unroll
+        for (int k = 0; k < PF_UPW; k++)
+#pragma unroll
+            for (int ii = 0; ii < WPP; ii++) {
+                const uint32_t wg = pf_word(hw[k][0], pc * WPP + ii), wh = pf_word(hw[k][1], pc * WPP + ii);
+#pragma unroll
+                for (int s = 0; s < 2; s++) {
+                    af[k][2 * ii + s][0] = gcu_nib2(wg, 2 * s);
+                    af[k][2 * ii + s][1] = gcu_nib2(wh, 2 * s);
+                    af[k][2 * ii + s][2] = gcu_nib2(wg, 2 * s + 1);
+                    af[k][2 * ii + s][3] = gcu_nib2(wh, 2 * s + 1);
+#pragma unroll
+                    for (int r = 0; r < 4; r++) pf_wg_pin(af[k][2 * ii + s][r]);
+                }
+            }
+        constexpr int ND = WG == 1 ? 32 : 16; /* D's values a thread: n64, or n32 (hi and lo in turn) */
+        float d[PF_UPW][ND];
+        pf_wg_fence();
+#pragma unroll
+        for (int st_i = 0; st_i < 2 * WPP; st_i++) {
+            const uint64_t desc = desc0 + (uint64_t)(((pc * 2 * WPP + st_i) * PF_WG_STEP) >> 4);
+#pragma unroll
+            for (int k = 0; k < PF_UPW; k++) {
+                if constexpr (WG == 1) {
+                    if (st_i == 0) pf_wg_mma<0>(d[k], af[k][st_i], desc);
+                    else pf_wg_mma<1>(d[k], af[k][st_i], desc);
+                } else {
+                    if (st_i == 0) pf_wg_mma32<0>(d[k], af[k][st_i], desc);
+                    else pf_wg_mma32<1>(d[k], af[k][st_i], desc);
+                    pf_wg_mma32<1>(d[k], af[k][st_i], desc + (PF_WG_HALF >> 4));
+                }
+            }
+        }
+        pf_wg_commit_wait();
+#pragma unroll
+        for (int k = 0; k < PF_UPW; k++)
+#pragma unroll
+            for (int r = 0; r < ND; r++) pf_wg_pin(d[k][r]);
+#pragma unroll
+        for (int k = 0; k < PF_UPW; k++) {
+            float sg, bg, sh, bh2;
+            const uint32_t *sb = (const uint32_t *)(su0 + (size_t)k * p.a.unit_u4 + 64) +
+                                 g * MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
+            mv_scales_of<PPS, SBF32>(sb, pc, &sg, &bg, &sh, &bh2);
+            const float cg = fmaf(p.a.qoff, sg, bg), ch = fmaf(p.a.qoff, sh, bh2);
+#pragma unroll
+            for (int nb = 0; nb < 4; nb++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    if constexpr (WG == 1) {
+                        const int j = 2 * nb + e, tk = 4 * j + t;
+                        const float X = st.x[tk * PPS + pc];
+                        acc[k][nb][e] = fmaf(sg, d[k][4 * j] + d[k][4 * j + 1], fmaf(cg, X, acc[k][nb][e]));
+                        acc[k][nb][2 + e] = fmaf(sh, d[k][4 * j + 2] + d[k][4 * j + 3], fmaf(ch, X, acc[k][nb][2 + e]));
+                    } else { /* mma.sync's layout: token 8 nb + 2 t + e */
+                        const float X = st.x[(nb * 8 + 2 * t + e) * PPS + pc];
+                        acc[k][nb][e] = fmaf(sg, d[k][4 * nb + e], fmaf(cg, X, acc[k][nb][e]));
+                        acc[k][nb][2 + e] = fmaf(sh, d[k][4 * nb + 2 + e], fmaf(ch, X, acc[k][nb][2 + e]));
+                    }
+                }
+        }
+    }
+}
+
 /* A tile's span range shared by nparts blocks: this block's sums (the k-th part) into slot
  * first + k of the partial buffer; the tile's last block to arrive gets them all back added in
  * part order (returns true), the others return false. */
@@ -261,7 +452,7 @@ __device__ __forceinline__ int pf_sk_block(long long item, long long W, int G) {
 /* The tile-spans [s0, s0 + ns) of row tile `tile` into acc (zeroed first): a ring of NST
  * stages, NST - 1 spans ahead; span j + NST - 1's copies go into the stage span j - 1 left,
  * once every warp is past it (the barrier in the wait). */
-template <int PPS, bool SBF32, int NB, int BPS>
+template <int PPS, bool SBF32, int NB, int BPS, int WG>
 __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int tile, int s0, int ns,
                                        float acc[PF_UPW][NB][4]) {
     constexpr int NST = pf_stages(BPS);
@@ -269,14 +460,18 @@ __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int
     const PfPlan pl = pf_plan(p, tile * PF_RBS);
 #pragma unroll
     for (int j = 0; j < NST - 1; j++) {
-        if (j < ns) pf_load<PPS>(p, pl, pf_stage(smem, p, j), s0 + j);
+        if (j < ns) pf_load<PPS, WG>(p, pl, pf_stage(smem, p, j), s0 + j);
         gcu_cp_commit();
     }
     for (int j = 0; j < ns; j++) {
-        gcu_cp_wait_block_n<NST - 2>(); /* span j is in (the NST - 2 after it may be in flight) */
-        if (j + NST - 1 < ns) pf_load<PPS>(p, pl, pf_stage(smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
+        gcu_cp_wait<NST - 2>(); /* span j is in (the NST - 2 after it may be in flight) */
+        /* wgmma reads B through the async proxy: the copies' writes are made visible to it */
+        if (WG) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (j + NST - 1 < ns) pf_load<PPS, WG>(p, pl, pf_stage(smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
         gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
-        pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(smem, p, j % NST), acc);
+        if constexpr (WG != 0) pf_span_wg<PPS, SBF32, WG>(p, pf_stage(smem, p, j % NST), acc);
+        else pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(smem, p, j % NST), acc);
     }
 }
 
@@ -285,7 +480,7 @@ __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int
  * more segments, each a range of one row tile's spans: under split-K (sk == 0) exactly one,
  * split `blockIdx % nsplit` of tile `blockIdx / nsplit`; under stream-K the segments of its
  * range of tile-spans. A segment that is a whole tile writes the outputs; the others merge. */
-template <int PPS, bool SBF32, int NB, int BPS>
+template <int PPS, bool SBF32, int NB, int BPS, int WG>
 __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_constant__ PfArgs p) {
     extern __shared__ __align__(128) unsigned char pf_smem[];
     const MvArgs &a = p.a;
@@ -315,7 +510,7 @@ __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_consta
             first = (b / p.nsplit) * p.nsplit, nparts = p.nsplit, k_mine = b % p.nsplit;
         }
         __syncthreads(); /* every warp is past the last segment's stages before they refill */
-        pf_run<PPS, SBF32, NB, BPS>(p, pf_smem, tile, s0, ns, acc);
+        pf_run<PPS, SBF32, NB, BPS, WG>(p, pf_smem, tile, s0, ns, acc);
         item += ns;
         if (item >= end) gcu_pdl_trigger();
         if (nparts > 1 && !pf_merge<NB>(p, tile, first, nparts, k_mine, acc)) continue;
@@ -327,7 +522,7 @@ __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_consta
             for (int nb = 0; nb < NB; nb++)
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
-                    const int tok = nb * 8 + 2 * t + j;
+                    const int tok = WG == 1 ? nb * 8 + 4 * j + t : nb * 8 + 2 * t + j;
                     if (tok < a.T) mv_out_token(a, rb, g, tok, &acc[k][nb][j], &acc[k][nb][2 + j]);
                 }
         }
@@ -336,22 +531,24 @@ __global__ void __launch_bounds__(PF_THREADS, BPS) k_pf_gemm(const __grid_consta
 
 /* ---- host side --------------------------------------------------------------------------- */
 
-template <int NB, int BPS>
+template <int NB, int BPS, int WG>
 static const void *pf_pick_nb(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 2: return (const void *)k_pf_gemm<1, false, NB, BPS>;
-    case 3: return (const void *)k_pf_gemm<1, true, NB, BPS>;
-    case 4: return (const void *)k_pf_gemm<2, false, NB, BPS>;
-    case 5: return (const void *)k_pf_gemm<2, true, NB, BPS>;
-    case 8: return (const void *)k_pf_gemm<4, false, NB, BPS>;
-    case 9: return (const void *)k_pf_gemm<4, true, NB, BPS>;
+    case 2: return (const void *)k_pf_gemm<1, false, NB, BPS, WG>;
+    case 3: return (const void *)k_pf_gemm<1, true, NB, BPS, WG>;
+    case 4: return (const void *)k_pf_gemm<2, false, NB, BPS, WG>;
+    case 5: return (const void *)k_pf_gemm<2, true, NB, BPS, WG>;
+    case 8: return (const void *)k_pf_gemm<4, false, NB, BPS, WG>;
+    case 9: return (const void *)k_pf_gemm<4, true, NB, BPS, WG>;
     }
     return NULL;
 }
-/* n-blocks of 8 tokens: 1, 2 or 4 (T <= 8, 16, 32); blocks per SM 2, or 1 with 4 n-blocks */
-static const void *pf_pick(int nb, int bps, int pps, int sbf32) {
-    if (nb == 4) return bps == 1 ? pf_pick_nb<4, 1>(pps, sbf32) : pf_pick_nb<4, 2>(pps, sbf32);
-    return nb == 1 ? pf_pick_nb<1, 2>(pps, sbf32) : pf_pick_nb<2, 2>(pps, sbf32);
+/* n-blocks of 8 tokens: 1, 2 or 4 (T <= 8, 16, 32); blocks per SM 2, or 1 with 4 n-blocks,
+ * on wgmma (wg) or mma.sync */
+static const void *pf_pick(int nb, int bps, int pps, int sbf32, int wg) {
+    if (nb == 4 && wg) return wg == 1 ? pf_pick_nb<4, 1, 1>(pps, sbf32) : pf_pick_nb<4, 1, 2>(pps, sbf32);
+    if (nb == 4) return bps == 1 ? pf_pick_nb<4, 1, 0>(pps, sbf32) : pf_pick_nb<4, 2, 0>(pps, sbf32);
+    return nb == 1 ? pf_pick_nb<1, 2, 0>(pps, sbf32) : pf_pick_nb<2, 2, 0>(pps, sbf32);
 }
 
 /* The largest unit: MLX with 4 pieces a span and f32 scales (1024 bytes of nibbles, 8 lane
@@ -363,11 +560,11 @@ static size_t pf_smem_bytes(int bps, int unit_bytes) { return (size_t)pf_stages(
 extern "C" glim_status gcu_gemm_init(glim_error *err) {
     static int done;
     if (done) return GLIM_OK;
-    const int pps[3] = {1, 2, 4}, nbs[4] = {1, 2, 4, 4}, bps[4] = {2, 2, 2, 1};
-    for (int n = 0; n < 4; n++)
+    const int pps[3] = {1, 2, 4}, nbs[6] = {1, 2, 4, 4, 4, 4}, bps[6] = {2, 2, 2, 1, 1, 1}, wgs[6] = {0, 0, 0, 0, 1, 2};
+    for (int n = 0; n < 6; n++)
         for (int k = 0; k < 3; k++)
             for (int f = 0; f < 2; f++) {
-                const void *fn = pf_pick(nbs[n], bps[n], pps[k], f);
+                const void *fn = pf_pick(nbs[n], bps[n], pps[k], f, wgs[n]);
                 cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                      (int)pf_smem_bytes(bps[n], PF_UNIT_MAX));
                 /* all of the SM's L1 as shared memory: two blocks of 77-91 KB or one of 154-182 KB
@@ -387,10 +584,12 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
            c->counters != NULL && (long long)m->nrb * m->f.nspan * (m->unit_bytes / 16) < 0xffffffffLL;
 }
 
-/* The call's n-blocks of 8 tokens and the blocks per SM its instance is built for. */
-static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
+/* The call's n-blocks of 8 tokens, the blocks per SM its instance is built for, and whether it
+ * runs on wgmma (GLIM_CUDA_GEMM=4 or 5, 17..32 tokens: 1 or 2, pf_span_wg's WG). */
+static void pf_shape(const gcu_mv_call *c, int *nb, int *bps, int *wg) {
     *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
     *bps = *nb == 4 && c->gemm >= 2 ? 1 : 2;
+    *wg = *nb == 4 && c->gemm >= 4 ? c->gemm - 3 : 0;
 }
 
 /* Blocks of the call's instance an SM holds at once (0 when the GEMM does not take it): what
@@ -398,10 +597,10 @@ static void pf_shape(const gcu_mv_call *c, int *nb, int *bps) {
 extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
     glim_error err;
     if (!gcu_gemm_takes(c) || gcu_gemm_init(&err) != GLIM_OK) return 0;
-    int nb, bps, n = 0;
-    pf_shape(c, &nb, &bps);
+    int nb, bps, wg, n = 0;
+    pf_shape(c, &nb, &bps, &wg);
     const size_t smem = pf_smem_bytes(bps, c->m->unit_bytes);
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pf_pick(nb, bps, c->m->f.pps, c->m->sbf32), PF_THREADS, smem) !=
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pf_pick(nb, bps, c->m->f.pps, c->m->sbf32, wg), PF_THREADS, smem) !=
         cudaSuccess)
         return 0;
     return n;
@@ -439,9 +638,9 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     glim_status s = gcu_gemm_init(err);
     if (s != GLIM_OK) return s;
     if (!gcu_gemm_takes(c)) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: call it does not take");
-    int nb, bps;
-    pf_shape(c, &nb, &bps);
-    const void *fn = pf_pick(nb, bps, m->f.pps, m->sbf32);
+    int nb, bps, wg;
+    pf_shape(c, &nb, &bps, &wg);
+    const void *fn = pf_pick(nb, bps, m->f.pps, m->sbf32, wg);
     PfArgs p;
     memset(&p, 0, sizeof p);
     p.a = mv_args_of(c);
@@ -450,13 +649,15 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     const size_t per = (size_t)PF_THREADS * PF_UPW * nb * 4 * sizeof(float); /* one part of a tile */
     const long long places = (long long)gcu_sm_count() * bps, W = ntiles * m->f.nspan;
     const long long G = W < places ? W : places;
-    /* stream-K (GLIM_CUDA_GEMM=3, the default): a grid of one wave, ntiles + G slots of
-     * partials. Session 30, H100, 32 tokens, against split-K: gate/up (468 split-K blocks, 3.55
-     * waves) 172 -> 137 us, qkvg 49 -> 49, o_proj 32 -> 36, down 81 -> 84 (split-K's single
-     * waves of 130 blocks did better there; stream-K only where split-K takes more than a wave
-     * is the next thing to measure) */
-    p.sk = c->gemm == 3 && c->partial && (size_t)(ntiles + G) * per <= c->partial_cap;
-    p.nsplit = p.sk || !c->partial ? 1 : pf_splits(ntiles, m->f.nspan, places, per, c->partial_cap);
+    /* stream-K (GLIM_CUDA_GEMM 3, 4, 5) where split-K's grid is more than one wave: a grid of one
+     * wave, ntiles + G slots of partials. Session 30, H100, 32 tokens, against split-K: gate/up
+     * (468 split-K blocks, 3.55 waves) 172 -> 137 us, but qkvg 49 -> 49, o_proj 32 -> 36, down
+     * 81 -> 84 (split-K's single waves of 130 blocks did better there); session 31, prefill of
+     * 2048 tokens, stream-K only where split-K takes more than a wave against stream-K
+     * everywhere: 1553-1558 against 1523-1531 tok/s, ahead in each of 3 rounds */
+    p.nsplit = c->partial ? pf_splits(ntiles, m->f.nspan, places, per, c->partial_cap) : 1;
+    p.sk = c->gemm >= 3 && ntiles * p.nsplit > places && c->partial && (size_t)(ntiles + G) * per <= c->partial_cap;
+    if (p.sk) p.nsplit = 1;
     p.stage = pf_stage_bytes(m->unit_bytes);
     p.part = (float *)c->partial;
     const long long blocks = p.sk ? G : ntiles * p.nsplit;
