@@ -240,6 +240,18 @@ __device__ __forceinline__ void pf_zero(float v[PF_UPW][NB][4]) {
  * input columns it covers are used. The scales are read per piece. */
 __device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
+/* Piece pc's scales of rows g and g + 8 of the unit at u (lane group g's scale words follow the
+ * unit's nibbles, as mv_load_p reads them) and the matching bias terms b + qoff s. */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void pf_piece_scales(const PfArgs &p, const uint4 *u, int g, int pc, float *sg, float *sh,
+                                                float *cg, float *ch) {
+    float bg, bh;
+    const uint32_t *sb = (const uint32_t *)(u + 64) + g * MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
+    mv_scales_of<PPS, SBF32>(sb, pc, sg, &bg, sh, &bh);
+    *cg = fmaf(p.a.qoff, *sg, bg);
+    *ch = fmaf(p.a.qoff, *sh, bh);
+}
+
 template <int PPS, bool SBF32, int NB, bool HOLD>
 __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, float acc[PF_UPW][NB][4]) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -291,12 +303,8 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
         }
 #pragma unroll
         for (int k = 0; k < PF_UPW; k++) {
-            float sg, bg, sh, bh2;
-            /* lane group g's scale words follow the unit's nibbles (as mv_load_p reads them) */
-            const uint32_t *sb = (const uint32_t *)(su0 + (size_t)k * p.a.unit_u4 + 64) +
-                                 g * MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
-            mv_scales_of<PPS, SBF32>(sb, pc, &sg, &bg, &sh, &bh2);
-            const float cg = fmaf(p.a.qoff, sg, bg), ch = fmaf(p.a.qoff, sh, bh2);
+            float sg, sh, cg, ch;
+            pf_piece_scales<PPS, SBF32>(p, su0 + (size_t)k * p.a.unit_u4, g, pc, &sg, &sh, &cg, &ch);
 #pragma unroll
             for (int nb = 0; nb < NB; nb++) {
                 const int tk = nb * 8 + 2 * t;
@@ -373,11 +381,8 @@ __device__ __forceinline__ void pf_span_wg(const PfArgs &p, const PfStage &st, f
             for (int r = 0; r < ND; r++) pf_wg_pin(d[k][r]);
 #pragma unroll
         for (int k = 0; k < PF_UPW; k++) {
-            float sg, bg, sh, bh2;
-            const uint32_t *sb = (const uint32_t *)(su0 + (size_t)k * p.a.unit_u4 + 64) +
-                                 g * MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW;
-            mv_scales_of<PPS, SBF32>(sb, pc, &sg, &bg, &sh, &bh2);
-            const float cg = fmaf(p.a.qoff, sg, bg), ch = fmaf(p.a.qoff, sh, bh2);
+            float sg, sh, cg, ch;
+            pf_piece_scales<PPS, SBF32>(p, su0 + (size_t)k * p.a.unit_u4, g, pc, &sg, &sh, &cg, &ch);
 #pragma unroll
             for (int nb = 0; nb < 4; nb++)
 #pragma unroll
