@@ -14,7 +14,7 @@ scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit
 for g in 3 5; do
   for d in 0 1 2 4 3 7; do
     GLIM_CUDA_GEMM=$g GLIM_CUDA_GEMM_DIAG=$d timeout 120 build/glimmer bench --synthetic -n 4 --prompt 2048 --profile > $OUT/prof.md 2>&1 || tail -3 $OUT/prof.md
-    echo "GEMM=$g DIAG=$d: $(grep -E '^\| (qkvg|o_proj|gate/up|down), 32' $OUT/prof.md | awk -F'|' '{printf "%s %s; ", substr($2, 1, 8), $3}')"
+    echo "GEMM=$g DIAG=$d: $(grep -E '^\| (qkvg|o_proj|gate/up\+swiglu|down), 32' $OUT/prof.md | awk -F'|' '{printf "%s %s; ", substr($2, 1, 8), $3}')"
   done
 done
 sh bench/wip/s31_call3.sh
