@@ -690,14 +690,8 @@ __device__ __forceinline__ void gcu_cp_commit() { asm volatile("cp.async.commit_
 /* Waits until at most PENDING of this thread's groups are in flight. */
 template <int PENDING>
 __device__ __forceinline__ void gcu_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
-/* Then for the block's: a stage or tile whose copies were committed before the newest PENDING
- * is in. */
-template <int PENDING>
-__device__ __forceinline__ void gcu_cp_wait_block_n() {
-    gcu_cp_wait<PENDING>();
-    __syncthreads();
-}
-/* The same for a two-deep ring, `pending` 0 or 1 chosen at run time (one barrier after either). */
+/* Then for the block's, for a two-deep ring: the tile whose copies were committed before the
+ * newest `pending` (0 or 1, chosen at run time) is in; one barrier after either. */
 __device__ __forceinline__ void gcu_cp_wait_block(int pending) {
     if (pending) gcu_cp_wait<1>();
     else gcu_cp_wait<0>();

@@ -48,7 +48,8 @@ struct PfArgs {
     int nrb;        /* row blocks of the matrix */
     int nsplit;     /* blocks per row tile, each a range of the spans (sk == 0) */
     int sk;         /* 1: stream-K: the grid's blocks share the tiles' spans, tile after tile, in
-                       equal contiguous ranges (GLIM_CUDA_GEMM=3) */
+                       equal contiguous ranges (GLIM_CUDA_GEMM 3-5, where split-K would take
+                       more than a wave) */
     int stage;      /* bytes of one stage of shared memory */
     float *part;    /* the parts of shared tiles: [slot][thread][PF_UPW * NB * 4] (pf_merge) */
 };
@@ -480,7 +481,7 @@ __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int
     }
 }
 
-/* BPS: the blocks per SM the instance is built for: 1 for 4 n-blocks with GLIM_CUDA_GEMM 2 or 3
+/* BPS: the blocks per SM the instance is built for: 1 for 4 n-blocks with GLIM_CUDA_GEMM 2-5
  * (158-220 registers, 4 stages), else 2 (128 registers, 2 stages). A block works through one or
  * more segments, each a range of one row tile's spans: under split-K (sk == 0) exactly one,
  * split `blockIdx % nsplit` of tile `blockIdx / nsplit`; under stream-K the segments of its
