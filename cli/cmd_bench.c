@@ -298,13 +298,14 @@ static void bench_profile(gcu_session *s, int vocab, double bw, FILE *out) {
     free(lg);
 }
 
-/* --profile with a prompt: the prompt's last 32-token sub-chunk, each kind of kernel alone
- * (gcu_profile_prefill): where a prompt's time goes, and the products' GB/s and TFLOPS. */
+/* --profile with a prompt: the prompt's last sub-chunk (64 tokens, GLIM_CUDA_PREFILL_T), each
+ * kind of kernel alone (gcu_profile_prefill): where a prompt's time goes, and the products' GB/s
+ * and TFLOPS. */
 static void bench_profile_prefill(gcu_session *s, int prompt, double bw, FILE *out) {
     glim_error err = {0};
     gcu_prof_row rows[16];
     memset(rows, 0, sizeof rows);
-    const int T = prompt < 32 ? prompt : 32;
+    const int sub = gcu_session_prefill_t(s), T = prompt < sub ? prompt : sub;
     const int n = gcu_profile_prefill(s, prompt - T, T, rows, 16, &err);
     if (err.message[0]) fprintf(stderr, "%s: --profile (prefill): %s\n", CMD, err.message);
     emit(out, "\n| prompt sub-chunk, kernel alone (10 back to back, no PDL) | us | GB/s | fraction of copy bw | TFLOPS |\n"

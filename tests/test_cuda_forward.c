@@ -670,10 +670,58 @@ static void span_loop(void) {
     env_restore(&env);
 }
 
-/* glim_session_rewind on the GPU: its sliding ring holds W + 32 rows (W + n_rewind with more),
- * so from 60 tokens a window-8 model goes back 33 tokens (41 with n_rewind 40) and no further;
- * a rewound session evaluating a different ending gives a fresh session's logits (fp32 KV, the
- * oracle's tolerance: the chunks differ, so the bits may). */
+/* A prompt of several 64-token sub-chunks (64 + 64 + 22 tokens, the forward's GCU_TMAX), all of
+ * its logits against the CPU's at the fp32-KV tolerance of random_vs_cpu: MLX 4-bit (the prefill
+ * GEMM's 64-token instance, stream-K or split-K by shape) and the bf16 checkpoint (k_mv in parts
+ * of 32 tokens); then the same MLX prompt in sub-chunks of 32 (GLIM_CUDA_PREFILL_T=32), which
+ * must agree as well. The window (8) is far shorter than a sub-chunk, so the sliding ring's
+ * W + GCU_TMAX rows are what a sub-chunk's first queries read. */
+static void long_prompt_of(const char *name, glim_synth_spec spec, const char *prefill_t) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tmp_root, name);
+    glim_error err = {0};
+    REQUIRE(glim_synth_write(dir, &spec, &err) == GLIM_OK, "synth %s: %s", name, err.message);
+    glim_status st;
+    glim_model *cpu = open_model(dir, "cpu", 0, &st, &err);
+    REQUIRE(cpu, "%s cpu: %s", name, err.message);
+    if (prefill_t) setenv("GLIM_CUDA_PREFILL_T", prefill_t, 1);
+    glim_model *gpu = open_model(dir, "cuda", 1, &st, &err);
+    unsetenv("GLIM_CUDA_PREFILL_T");
+    if (!gpu) glim_model_close(cpu);
+    REQUIRE(gpu, "%s cuda: %s", name, err.message);
+    enum { P = 150 };
+    const int V = spec.vocab_size;
+    int32_t tok[P];
+    srand(31);
+    for (int i = 0; i < P; i++) tok[i] = rand() % V;
+    float *a = eval_steps(cpu, tok, P, P, 64), *b = eval_steps(gpu, tok, P, P, 64);
+    if (a && b) {
+        const float mx = max_abs(a, (size_t)P * V), d = max_diff(a, b, (size_t)P * V);
+        printf("  info: %s (sub-chunks of %s): prompt of %d, max |gpu - cpu| %.3g = %.2g of max |cpu| %.3g\n", name,
+               prefill_t ? prefill_t : "64", P, d, d / mx, mx);
+        CHECK(d <= 3e-4f * (mx > 1 ? mx : 1), "%s: prompt logits differ by %g", name, d);
+    }
+    free(a), free(b);
+    glim_model_close(gpu);
+    glim_model_close(cpu);
+}
+static void long_prompt(void) {
+    NEED_GPU();
+    glim_synth_spec q = glim_synth_tiny();
+    q.bits = 4;
+    q.group_size = 32;
+    q.seed = 5;
+    long_prompt_of("long_mlx4", q, NULL);
+    long_prompt_of("long_mlx4_t32", q, "32");
+    glim_synth_spec d = glim_synth_tiny();
+    d.seed = 6;
+    long_prompt_of("long_bf16", d, NULL);
+}
+
+/* glim_session_rewind on the GPU: its sliding ring holds W + GCU_TMAX rows (W + n_rewind with
+ * more), so from 100 tokens a window-8 model goes back GCU_TMAX + 1 tokens (73 with n_rewind 72)
+ * and no further; a rewound session evaluating a different ending gives a fresh session's logits
+ * (fp32 KV, the oracle's tolerance: the chunks differ, so the bits may). */
 static void rewind_on_gpu(void) {
     NEED_GPU();
     glim_synth_spec spec = glim_synth_tiny();
@@ -686,12 +734,13 @@ static void rewind_on_gpu(void) {
     glim_status st;
     glim_model *m = open_model(dir, "cuda", 1, &st, &err);
     REQUIRE(m, "open: %s", err.message);
-    enum { T = 60 };
+    enum { T = 100 };
+    _Static_assert(GCU_TMAX + 1 < T && 73 < T, "the rewinds stay inside the prompt");
     const int V = spec.vocab_size;
     int32_t first[T], second[T];
     srand(23);
     for (int i = 0; i < T; i++) first[i] = second[i] = rand() % V;
-    const int backs[2] = {33, 41}, rewinds[2] = {0, 40};
+    const int backs[2] = {GCU_TMAX + 1, 73}, rewinds[2] = {0, 72};
     for (int k = 0; k < 2; k++) {
         const int b = backs[k];
         for (int t = T - b; t < T; t++) second[t] = (first[t] + 1 + t + k) % V;
@@ -759,6 +808,7 @@ int main(void) {
     RUN(span_even_bits);
     RUN(span_chunk_bits);
     RUN(rewind_on_gpu);
+    RUN(long_prompt);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

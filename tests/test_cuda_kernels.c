@@ -139,6 +139,10 @@ static void matvec_dense(void) {
     check_matvec(29, 75, 0, 0, GLIM_DT_BF16, 6, 1);
     check_matvec(8, 64, 0, 0, GLIM_DT_BF16, 1, 0);
     check_matvec(130, 2050, 0, 0, GLIM_DT_BF16, 1, 1);
+    /* past k_mv's 32 tokens: gcu_mv_launch's parts (32 + 32, 32 + 15), each token's input, sums
+     * and outputs at its own offsets */
+    check_matvec(29, 75, 0, 0, GLIM_DT_BF16, 64, 1);
+    check_matvec(130, 2050, 0, 0, GLIM_DT_BF16, 47, 1);
 }
 
 /* Many warps per row block and row blocks cut between warps: the stream-K merge. */
@@ -197,11 +201,12 @@ static void matvec_swiglu_softcap(void) {
     }
 }
 
-/* The prefill GEMM (prefill_gemm.cu: 5..32 tokens of MLX weights; GLIM_CUDA_GEMM=0 sends them to
- * k_mv instead): both paths against the CPU, and the GEMM's launch count says which ran. The
- * shapes: row tiles split along the spans (38 row blocks are 3 tiles of 16, far fewer than the
- * GPU's places, so split-K and its merge), more tiles than places and no split, rows and tokens
- * off the tiles' multiples (1, 2 and 4 n-blocks of 8 tokens), groups of 128, 64 and 32 (1, 2, 4
+/* The prefill GEMM (prefill_gemm.cu: 5..64 tokens of MLX weights; GLIM_CUDA_GEMM=0 sends them to
+ * k_mv instead, in parts of 32 tokens past 32): both paths against the CPU, and the GEMM's
+ * launch count says which ran. The shapes: row tiles split along the spans (38 row blocks are 3
+ * tiles of 16, far fewer than the GPU's places, so split-K and its merge), more tiles than places
+ * and no split, rows and tokens off the tiles' multiples (1, 2, 4 and 8 n-blocks of 8 tokens: 64
+ * and 41 tokens on the 64-token instance, split-K and stream-K), groups of 128, 64 and 32 (1, 2, 4
  * pieces a span), bf16, f16 and f32 scales, 8-bit weights, and the SwiGLU and softcap epilogues
  * on split tiles; GLIM_CUDA_GEMM=1 (the 32-token instance at two blocks per SM, two stages),
  * 2 (one block, four stages, split-K), 3 (the default: stream-K where split-K would take more
@@ -212,23 +217,26 @@ static void matvec_swiglu_softcap(void) {
 static void matvec_gemm(void) {
     NEED_GPU();
     char *saved = getenv("GLIM_CUDA_GEMM") ? strdup(getenv("GLIM_CUDA_GEMM")) : NULL;
-    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[11] = {
+    static const struct { int64_t rows, cols; int bits, group; glim_dtype sdt; int T; } mats[16] = {
         {600, 1536, 4, 64, GLIM_DT_BF16, 32}, {600, 1536, 4, 64, GLIM_DT_BF16, 5}, {37, 640, 4, 64, GLIM_DT_BF16, 13},
         {301, 896, 4, 128, GLIM_DT_F16, 27},  {77, 512, 4, 32, GLIM_DT_F32, 9},    {203, 384, 8, 64, GLIM_DT_BF16, 16},
         {70001, 128, 4, 64, GLIM_DT_BF16, 8}, {2300, 5120, 4, 64, GLIM_DT_BF16, 32},
         {38393, 512, 4, 64, GLIM_DT_BF16, 32}, /* 150 tiles of 4 spans: stream-K */
         {333, 1024, 4, 32, GLIM_DT_F32, 29},    {203, 384, 8, 64, GLIM_DT_BF16, 24}, /* wgmma: 4 pieces, 8 bits */
+        {2300, 5120, 4, 64, GLIM_DT_BF16, 64}, {38393, 512, 4, 64, GLIM_DT_BF16, 41}, /* 8 n-blocks */
+        {301, 896, 4, 128, GLIM_DT_F16, 57},    {77, 512, 4, 32, GLIM_DT_F32, 35},  {203, 384, 8, 64, GLIM_DT_BF16, 48},
     };
     const char *settings[6] = {"1", "2", "3", "4", "5", "0"};
     for (int pass = 0; pass < 6; pass++) {
         setenv("GLIM_CUDA_GEMM", settings[pass], 1);
         const long before = gcu_gemm_count();
-        for (int i = 0; i < 11; i++)
+        for (int i = 0; i < 16; i++)
             check_matvec(mats[i].rows, mats[i].cols, mats[i].bits, mats[i].group, mats[i].sdt, mats[i].T, 1);
         check_swiglu(17, 300, 1024);
+        check_swiglu(50, 300, 1024); /* 8 n-blocks (k_mv: 32 + 18) */
         check_softcap(24, 1000, 256);
         /* gcu_test_matvec launches twice (the second run finds the counters left at zero) */
-        const long ran = gcu_gemm_count() - before, want = pass == 5 ? 0 : 2 * 13;
+        const long ran = gcu_gemm_count() - before, want = pass == 5 ? 0 : 2 * 19;
         CHECK(ran == want, "GLIM_CUDA_GEMM=%s: %ld GEMM launches, want %ld", settings[pass], ran, want);
     }
     if (saved) setenv("GLIM_CUDA_GEMM", saved, 1), free(saved);

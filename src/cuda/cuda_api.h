@@ -18,6 +18,11 @@ extern "C" {
 
 #include "model.h"
 
+/* Tokens one forward sub-chunk carries at most (the prompt's products read each weight once per
+ * sub-chunk; GLIM_CUDA_PREFILL_T picks fewer). A sliding layer's ring holds the window plus
+ * this many keys (gcu_ring_rows), so it is also how far back a session may rewind by default. */
+#define GCU_TMAX 64
+
 /* Devices the runtime can use (0 when there is no GPU or no driver). Never fails. */
 int gcu_device_count(void);
 /* "NVIDIA H200, 132 SMs, 139.8 GiB" into buf. */
@@ -216,12 +221,16 @@ typedef struct gcu_options {
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
-    int gemm;      /* prefill: the products of 5..32 tokens of MLX weights on prefill_gemm.cu's
+    int gemm;      /* prefill: the products of 5..64 tokens of MLX weights on prefill_gemm.cu's
                       kernel, x staged in shared memory once per block and span
-                      (GLIM_CUDA_GEMM, 3: its 32-token instance at 1 block per SM, 4 stages,
-                      stream-K where split-K would take more than a wave; 4, 5: as 3 on wgmma
-                      for 17..32 tokens; 2: split-K only; 1: at 2 blocks, 2 stages, split-K;
-                      0: k_mv, which reads x per warp and unit) */
+                      (GLIM_CUDA_GEMM, 3: its 32- and 64-token instances at 1 block per SM, 4
+                      and 3 stages, stream-K where split-K would take more than a wave; 4, 5: as
+                      3 on wgmma for 17..32 tokens; 2: split-K only; 1: the 32-token instance at
+                      2 blocks, 2 stages, split-K; 0: k_mv, which reads x per warp and unit, in
+                      parts of 32 tokens) */
+    int prefill_t; /* prefill: tokens per forward sub-chunk, 1..64 (GLIM_CUDA_PREFILL_T, 64): the
+                      prompt's weights are read once per sub-chunk, and attention, norms and
+                      staging run once per sub-chunk; 32 was the only size before session 32 */
 } gcu_options;
 
 gcu_options gcu_options_default(void);
@@ -266,7 +275,9 @@ typedef struct gcu_prof_row {
     double flops;     /* gcu_profile_prefill's matrix rows: 2 x rows x K x tokens, else 0 */
 } gcu_prof_row;
 int gcu_profile(gcu_session *s, int pos, gcu_prof_row *rows, int max, glim_error *err);
-/* The same for a prompt's sub-chunk of T (<= 32) tokens at positions pos.. (the KV cache's
+/* Tokens of the session's prompt sub-chunks (GLIM_CUDA_PREFILL_T, at most 64). */
+int gcu_session_prefill_t(const gcu_session *s);
+/* The same for a prompt's sub-chunk of T (<= 64) tokens at positions pos.. (the KV cache's
  * rows as they are: timing only): each product (GLIM_CUDA_GEMM's kernel or k_mv), the stage
  * kernels, attention of a sliding and of a full layer (with its q/k preparation and o_proj's
  * staging), and one whole layer as the prompt's forward enqueues it. Returns the rows filled. */

@@ -133,7 +133,7 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
-    /* the prefill's products of 5..32 tokens of MLX weights on prefill_gemm.cu's tensor-core
+    /* the prefill's products of 5..64 tokens of MLX weights on prefill_gemm.cu's tensor-core
      * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
      * same with stream-K where split-K would take more than a wave; 4, 5: as 3 with 17..32
      * tokens on wgmma (hi and lo as n64's columns, or in turn at n32); 1: two blocks an SM,
@@ -141,6 +141,8 @@ extern "C" gcu_options gcu_options_default(void) {
      * (session 30, RESULTS v32), GEMM=3 as now 1553-1558 tok/s (session 31, v33) */
     o.gemm = env_int("GLIM_CUDA_GEMM", 3);
     if (o.gemm < 0 || o.gemm > 5) o.gemm = 3; /* an unknown setting: the default, not a mode */
+    o.prefill_t = env_int("GLIM_CUDA_PREFILL_T", GCU_TMAX);
+    if (o.prefill_t < 1 || o.prefill_t > GCU_TMAX) o.prefill_t = GCU_TMAX;
     if (o.dmv_ring < 2 || o.dmv_ring > 6) o.dmv_ring = 3; /* rings past 4: the integer path only */
     return o;
 }
@@ -1010,7 +1012,8 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
     glim_status st = GLIM_OK;
     cudaEventRecord(s->ev0, s->st);
     for (int done = 0; done < n && st == GLIM_OK;) {
-        int T = n - done < GCU_TMAX ? n - done : GCU_TMAX;
+        const int tmax = g->opt.prefill_t;
+        int T = n - done < tmax ? n - done : tmax;
         int last = done + T == n;
         int rows = mode == GLIM_LOGITS_ALL ? T : (mode == GLIM_LOGITS_LAST && last) ? 1 : 0;
         s->h_step[0] = pos + done;
@@ -1058,6 +1061,7 @@ extern "C" glim_status gcu_forward(gcu_session *s, const int32_t *tokens, int n,
 extern "C" double gcu_session_last_gpu_ms(const gcu_session *s) { return s->last_ms; }
 
 extern "C" void gcu_session_set_hooks(gcu_session *s, struct glim_hooks *h) { s->hooks = h; }
+extern "C" int gcu_session_prefill_t(const gcu_session *s) { return s->m->opt.prefill_t; }
 
 /* ---- isolated kernel timings (bench --profile) ------------------------------------------- */
 

@@ -38,7 +38,8 @@ extern "C" {
 #endif
 
 #define GCU_MV_WARPS 8          /* warps per matrix-vector block */
-#define GCU_TMAX 32             /* tokens one forward sub-chunk carries */
+#define GCU_MV_TMAX 32          /* tokens one k_mv launch takes (its registers hold 8 n-blocks
+                                 * of 4); gcu_mv_launch runs a longer call in such parts */
 #define GCU_ATT_THREADS 256
 #define GCU_ATT_TILE 64         /* keys per attention tile */
 
@@ -116,7 +117,7 @@ typedef struct gcu_mv_call {
     int *counters;             /* [max row blocks], zero */
     int smem;                  /* stage x in shared memory when it fits */
     int pf_units, bps, pdl;
-    int gemm;                  /* 5..32 tokens of MLX weights on prefill_gemm.cu's kernel */
+    int gemm;                  /* 5..64 tokens of MLX weights on prefill_gemm.cu's kernel */
     /* SWIGLU with T == 1: also stage the output for the next matvec (format stage_f) */
     const gcu_xfmt *stage_f;
     __nv_bfloat16 *stage_xs;
@@ -124,10 +125,15 @@ typedef struct gcu_mv_call {
     int *span_cnt;             /* [stage_f->nspan], zero */
 } gcu_mv_call;
 size_t gcu_mv_partial_bytes(int nsm, int bps);
+/* The merge space a session (and the kernel tests) give the products, in blocks an SM's worth of
+ * gcu_mv_partial_bytes: 8, ~35 MB on 132 SMs, so that the prefill GEMM's 64-token stream-K
+ * parts fit (gate/up of the 30B: (156 tiles + 132 blocks) x 64 KB, ~19 MB); at 4 (17 MB, before
+ * the 64-token instance) they did not, and gate/up fell back to 1.2 waves of whole tiles. */
+#define GCU_MV_PART_BPS 8
 glim_status gcu_mv_init(glim_error *err);
 glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);
 
-/* ---- prefill_gemm.cu: 5..32 tokens of MLX weights (gcu_mv_launch routes them there) ---- */
+/* ---- prefill_gemm.cu: 5..64 tokens of MLX weights (gcu_mv_launch routes them there) ---- */
 int gcu_gemm_takes(const gcu_mv_call *c);
 glim_status gcu_gemm_init(glim_error *err);
 glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, glim_error *err);

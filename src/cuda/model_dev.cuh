@@ -98,7 +98,7 @@ static inline int gcu_qkvg_rows(const gcu_model *g) { return 2 * g->H * g->D + 2
 /* Bytes of the matvecs' merge space (mv_part): what the session allocates and what each decode
  * call is told it has. */
 static inline size_t gcu_sess_mv_part_bytes(const gcu_model *g) {
-    return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > 4 ? g->opt.bps : 4);
+    return gcu_mv_partial_bytes(gcu_sm_count(), g->opt.bps > GCU_MV_PART_BPS ? g->opt.bps : GCU_MV_PART_BPS);
 }
 /* KV rows of layer l in a session of n_ctx tokens that may rewind n_rewind (session_cuda.cu):
  * every position for a full layer, a ring for a sliding one. */

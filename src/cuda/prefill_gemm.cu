@@ -1,4 +1,4 @@
-/* prefill_gemm.cu: the prefill's matrix products on the tensor cores, 5..32 tokens at once, MLX
+/* prefill_gemm.cu: the prefill's matrix products on the tensor cores, 5..64 tokens at once, MLX
  * affine weights (4 or 8 bits) in their tiles (GLIM_CUDA_GEMM=3, the default: stream-K where
  * split-K would take more than a wave; 4 and 5: the same with 17..32 tokens on wgmma; 2:
  * split-K; 1: split-K with the 32-token instance at two blocks an SM; 0: k_mv in qmatvec.cu,
@@ -36,7 +36,10 @@
 #define PF_THREADS (PF_WARPS * 32)
 #define PF_UPW 2                   /* row blocks (units at a span) per warp */
 #define PF_RBS (PF_WARPS * PF_UPW) /* row blocks per block: 256 rows */
-#define PF_TOK GCU_TMAX            /* tokens a stage holds room for */
+/* Tokens a stage holds room for, by the instance's n-blocks of 8 tokens: 32 up to 4 n-blocks
+ * (the 32-token instance's four stages fill the SM's shared memory), 64 with 8 (three stages). */
+__host__ __device__ constexpr int pf_troom(int nb) { return nb > 4 ? 8 * nb : 32; }
+#define PF_WG_TOK 32 /* the wgmma instances' tokens (4 n-blocks) */
 /* Bytes from one token's staged span (16 items of 16 bytes) to the next: 256 + 64, so that the
  * two tokens an 8-lane phase of a 16-byte shared load reads (lanes g and g + 1) sit in opposite
  * halves of the banks: at 256 they were a 2-way conflict. */
@@ -61,21 +64,23 @@ struct PfStage {
     unsigned char *bh, *bl;
     float *x;
 };
+template <int NB>
 __device__ __forceinline__ PfStage pf_stage(unsigned char *base, const PfArgs &p, int b) {
     PfStage s;
     unsigned char *o = base + (size_t)b * p.stage;
     s.w = (uint4 *)o;
     s.bh = o + (size_t)PF_RBS * p.a.unit_u4 * 16;
-    s.bl = s.bh + PF_TOK * PF_TSTRIDE;
-    s.x = (float *)(s.bl + PF_TOK * PF_TSTRIDE);
+    s.bl = s.bh + pf_troom(NB) * PF_TSTRIDE;
+    s.x = (float *)(s.bl + pf_troom(NB) * PF_TSTRIDE);
     return s;
 }
-__host__ __device__ __forceinline__ int pf_stage_bytes(int unit_bytes) {
-    return (PF_RBS * unit_bytes + 2 * PF_TOK * PF_TSTRIDE + PF_TOK * 4 * 4 + 127) / 128 * 128;
+__host__ __device__ __forceinline__ int pf_stage_bytes(int unit_bytes, int nb) {
+    return (PF_RBS * unit_bytes + 2 * pf_troom(nb) * PF_TSTRIDE + pf_troom(nb) * 4 * 4 + 127) / 128 * 128;
 }
 /* Stages of the ring: 4 at one block an SM (~40 KB a span: 3 spans in flight under the math, the
- * bytes in flight an SM needs at the memory's latency), 2 where two blocks share the SM. */
-__host__ __device__ constexpr int pf_stages(int bps) { return bps == 1 ? 4 : 2; }
+ * bytes in flight an SM needs at the memory's latency), 3 for the 64-token instance (~60 KB a
+ * span; four would not fit), 2 where two blocks share the SM. */
+__host__ __device__ constexpr int pf_stages(int bps, int nb) { return bps == 1 ? (nb > 4 ? 3 : 4) : 2; }
 
 /* ---- the wgmma path (GLIM_CUDA_GEMM 4 and 5: the 32-token instance) -----------------------
  * A warpgroup (4 warps) issues wgmma.m64n64k16: A, 64 rows by 16 inputs, is its 4 warps' units
@@ -204,7 +209,7 @@ __device__ __forceinline__ void pf_load(const PfArgs &p, const PfPlan &pl, const
         unsigned char *dst = st.bh + pf_wg_off(2 * q);
         const __nv_bfloat16 *src = a.xs + (size_t)s * 128 + 2 * q;
 #pragma unroll
-        for (int j = 0; j < 2 * PF_TOK / 4; j++) {
+        for (int j = 0; j < 2 * PF_WG_TOK / 4; j++) {
             const int n = n0 + 4 * j, tok = n >> 1; /* (n & 1 = n0 & 1) */
             /* WG 1: B's column n; WG 2: column tok of the step's hi (n even) or lo half */
             const int o = WG == 1 ? (n >> 3) * PF_WG_SBO + (n & 7) * 16
@@ -461,12 +466,12 @@ __device__ __forceinline__ int pf_sk_block(long long item, long long W, int G) {
 template <int PPS, bool SBF32, int NB, int BPS, int WG>
 __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int tile, int s0, int ns,
                                        float acc[PF_UPW][NB][4]) {
-    constexpr int NST = pf_stages(BPS);
+    constexpr int NST = pf_stages(BPS, NB);
     pf_zero<NB>(acc);
     const PfPlan pl = pf_plan(p, tile * PF_RBS);
 #pragma unroll
     for (int j = 0; j < NST - 1; j++) {
-        if (j < ns) pf_load<PPS, WG>(p, pl, pf_stage(smem, p, j), s0 + j);
+        if (j < ns) pf_load<PPS, WG>(p, pl, pf_stage<NB>(smem, p, j), s0 + j);
         gcu_cp_commit();
     }
     for (int j = 0; j < ns; j++) {
@@ -474,10 +479,10 @@ __device__ __forceinline__ void pf_run(const PfArgs &p, unsigned char *smem, int
         /* wgmma reads B through the async proxy: the copies' writes are made visible to it */
         if (WG) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
-        if (j + NST - 1 < ns) pf_load<PPS, WG>(p, pl, pf_stage(smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
+        if (j + NST - 1 < ns) pf_load<PPS, WG>(p, pl, pf_stage<NB>(smem, p, (j + NST - 1) % NST), s0 + j + NST - 1);
         gcu_cp_commit(); /* (empty past the end: the groups stay counted one per span) */
-        if constexpr (WG != 0) pf_span_wg<PPS, SBF32, WG>(p, pf_stage(smem, p, j % NST), acc);
-        else pf_span<PPS, SBF32, NB, (BPS == 1 || NB == 1)>(p, pf_stage(smem, p, j % NST), acc);
+        if constexpr (WG != 0) pf_span_wg<PPS, SBF32, WG>(p, pf_stage<NB>(smem, p, j % NST), acc);
+        else pf_span<PPS, SBF32, NB, ((BPS == 1 && NB <= 4) || NB == 1)>(p, pf_stage<NB>(smem, p, j % NST), acc);
     }
 }
 
@@ -549,9 +554,10 @@ static const void *pf_pick_nb(int pps, int sbf32) {
     }
     return NULL;
 }
-/* n-blocks of 8 tokens: 1, 2 or 4 (T <= 8, 16, 32); blocks per SM 2, or 1 with 4 n-blocks,
- * on wgmma (wg) or mma.sync */
+/* n-blocks of 8 tokens: 1, 2, 4 or 8 (T <= 8, 16, 32, 64); blocks per SM 2, or 1 with 4 or 8
+ * n-blocks, on wgmma (wg) or mma.sync */
 static const void *pf_pick(int nb, int bps, int pps, int sbf32, int wg) {
+    if (nb == 8) return pf_pick_nb<8, 1, 0>(pps, sbf32);
     if (nb == 4 && wg) return wg == 1 ? pf_pick_nb<4, 1, 1>(pps, sbf32) : pf_pick_nb<4, 1, 2>(pps, sbf32);
     if (nb == 4) return bps == 1 ? pf_pick_nb<4, 1, 0>(pps, sbf32) : pf_pick_nb<4, 2, 0>(pps, sbf32);
     return nb == 1 ? pf_pick_nb<1, 2, 0>(pps, sbf32) : pf_pick_nb<2, 2, 0>(pps, sbf32);
@@ -561,19 +567,22 @@ static const void *pf_pick(int nb, int bps, int pps, int sbf32, int wg) {
  * groups x 16 words). */
 #define PF_UNIT_MAX (1024 + 8 * 16 * 4)
 /* the dynamic shared memory of an instance: its ring of stages */
-static size_t pf_smem_bytes(int bps, int unit_bytes) { return (size_t)pf_stages(bps) * pf_stage_bytes(unit_bytes); }
+static size_t pf_smem_bytes(int bps, int nb, int unit_bytes) {
+    return (size_t)pf_stages(bps, nb) * pf_stage_bytes(unit_bytes, nb);
+}
 
 extern "C" glim_status gcu_gemm_init(glim_error *err) {
     static int done;
     if (done) return GLIM_OK;
-    const int pps[3] = {1, 2, 4}, nbs[6] = {1, 2, 4, 4, 4, 4}, bps[6] = {2, 2, 2, 1, 1, 1}, wgs[6] = {0, 0, 0, 0, 1, 2};
-    for (int n = 0; n < 6; n++)
+    const int pps[3] = {1, 2, 4}, nbs[7] = {1, 2, 4, 4, 4, 4, 8}, bps[7] = {2, 2, 2, 1, 1, 1, 1},
+              wgs[7] = {0, 0, 0, 0, 1, 2, 0};
+    for (int n = 0; n < 7; n++)
         for (int k = 0; k < 3; k++)
             for (int f = 0; f < 2; f++) {
                 const void *fn = pf_pick(nbs[n], bps[n], pps[k], f, wgs[n]);
                 cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     (int)pf_smem_bytes(bps[n], PF_UNIT_MAX));
-                /* all of the SM's L1 as shared memory: two blocks of 77-91 KB or one of 154-182 KB
+                                                     (int)pf_smem_bytes(bps[n], nbs[n], PF_UNIT_MAX));
+                /* all of the SM's L1 as shared memory: two blocks of 77-91 KB or one of 154-200 KB
                  * (the carveout is a hint the driver may otherwise set too small) */
                 if (e == cudaSuccess)
                     e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
@@ -585,7 +594,7 @@ extern "C" glim_status gcu_gemm_init(glim_error *err) {
 
 extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
     const gcu_mat *m = c->m;
-    return c->gemm && c->T > 4 && c->T <= PF_TOK && m->f.kind == GCU_KIND_Q &&
+    return c->gemm && c->T > 4 && c->T <= GCU_TMAX && m->f.kind == GCU_KIND_Q &&
            (m->f.pps == 1 || m->f.pps == 2 || m->f.pps == 4) && m->unit_bytes <= PF_UNIT_MAX &&
            c->counters != NULL && (long long)m->nrb * m->f.nspan * (m->unit_bytes / 16) < 0xffffffffLL;
 }
@@ -593,8 +602,9 @@ extern "C" int gcu_gemm_takes(const gcu_mv_call *c) {
 /* The call's n-blocks of 8 tokens, the blocks per SM its instance is built for, and whether it
  * runs on wgmma (GLIM_CUDA_GEMM=4 or 5, 17..32 tokens: 1 or 2, pf_span_wg's WG). */
 static void pf_shape(const gcu_mv_call *c, int *nb, int *bps, int *wg) {
-    *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : 4;
-    *bps = *nb == 4 && c->gemm >= 2 ? 1 : 2;
+    *nb = c->T <= 8 ? 1 : c->T <= 16 ? 2 : c->T <= 32 ? 4 : 8;
+    /* 8 n-blocks (33..64 tokens) only at one block an SM: 64 sums a thread and the span's 64 */
+    *bps = *nb == 8 || (*nb == 4 && c->gemm >= 2) ? 1 : 2;
     *wg = *nb == 4 && c->gemm >= 4 ? c->gemm - 3 : 0;
 }
 
@@ -605,7 +615,7 @@ extern "C" int gcu_gemm_blocks_per_sm(const gcu_mv_call *c) {
     if (!gcu_gemm_takes(c) || gcu_gemm_init(&err) != GLIM_OK) return 0;
     int nb, bps, wg, n = 0;
     pf_shape(c, &nb, &bps, &wg);
-    const size_t smem = pf_smem_bytes(bps, c->m->unit_bytes);
+    const size_t smem = pf_smem_bytes(bps, nb, c->m->unit_bytes);
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pf_pick(nb, bps, c->m->f.pps, c->m->sbf32, wg), PF_THREADS, smem) !=
         cudaSuccess)
         return 0;
@@ -664,12 +674,12 @@ extern "C" glim_status gcu_gemm_launch(const gcu_mv_call *c, cudaStream_t st, gl
     p.nsplit = c->partial ? pf_splits(ntiles, m->f.nspan, places, per, c->partial_cap) : 1;
     p.sk = c->gemm >= 3 && ntiles * p.nsplit > places && c->partial && (size_t)(ntiles + G) * per <= c->partial_cap;
     if (p.sk) p.nsplit = 1;
-    p.stage = pf_stage_bytes(m->unit_bytes);
+    p.stage = pf_stage_bytes(m->unit_bytes, nb);
     p.part = (float *)c->partial;
     const long long blocks = p.sk ? G : ntiles * p.nsplit;
     if (blocks > 0x7fffffffLL) return glim_fail(err, GLIM_E_ARG, "prefill GEMM: %lld blocks", blocks);
     gemm_count++;
     void *args[] = {&p};
-    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(PF_THREADS), pf_smem_bytes(bps, m->unit_bytes), st, c->pdl, args),
+    return gcu_check(gcu_launch(fn, dim3((unsigned)blocks), dim3(PF_THREADS), pf_smem_bytes(bps, nb, m->unit_bytes), st, c->pdl, args),
                      "prefill GEMM launch", err);
 }

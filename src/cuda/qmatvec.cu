@@ -1,5 +1,6 @@
-/* qmatvec.cu: the matrix-vector kernel for decode (1 token) and small batches, which is also
- * the prefill GEMM (up to 32 tokens per pass: each weight is read once per 32 tokens).
+/* qmatvec.cu: the matrix-vector kernel for decode (1 token) and small batches, and the prompt's
+ * products where prefill_gemm.cu does not take them (up to 32 tokens per launch: each weight is
+ * read once per 32 tokens; gcu_mv_launch runs a 64-token sub-chunk as two launches).
  *
  * Tensor cores (mma m16n8k16, bf16 in, fp32 accumulate) do the dot products: A = 16 weight rows
  * (4-bit values as exact small integers, or dense bf16), B = the staged input, two columns per
@@ -289,6 +290,20 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
     if (c->T < 1 || c->T > GCU_TMAX)
         return glim_fail(err, GLIM_E_ARG, "matvec: %d tokens (1..%d)", c->T, GCU_TMAX);
     if (gcu_gemm_takes(c)) return gcu_gemm_launch(c, st, err);
+    if (c->T > GCU_MV_TMAX) {
+        /* k_mv holds at most GCU_MV_TMAX tokens' sums: the call in parts of that many tokens,
+         * each token's input, sums and outputs at its own offsets (the tokens are independent) */
+        glim_status s = GLIM_OK;
+        for (int t0 = 0; t0 < c->T && s == GLIM_OK; t0 += GCU_MV_TMAX) {
+            gcu_mv_call part = *c;
+            part.T = c->T - t0 < GCU_MV_TMAX ? c->T - t0 : GCU_MV_TMAX;
+            part.xs = c->xs + (size_t)2 * t0 * m->f.kx;
+            part.xsum = c->xsum + (size_t)t0 * m->f.nspan * (m->f.pps ? m->f.pps : 1);
+            part.out = c->out + (size_t)t0 * c->ldo;
+            s = gcu_mv_launch(&part, st, err);
+        }
+        return s;
+    }
     int nb = c->T <= 4 ? 1 : 8;
     int cs = ((m->f.kx * 2 + 127) / 128 * 128 + 64) / 2;
     size_t smem = (size_t)2 * c->T * cs * 2 +
@@ -354,7 +369,7 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         (s = gcu_check(cudaMemset(dout, 0xff, sizeof(float) * T * out_rows), "poison", err)) ||
         (s = gcu_check(cudaMalloc((void **)&xs, 2ull * 2 * T * f.kx), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&xsum, sizeof(float) * (xsn ? xsn : 1)), "alloc", err)) ||
-        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), 4)), "alloc", err)) ||
+        (s = gcu_check(cudaMalloc((void **)&part, gcu_mv_partial_bytes(gcu_sm_count(), GCU_MV_PART_BPS)), "alloc", err)) ||
         (s = gcu_check(cudaMalloc((void **)&cnt, sizeof(int) * m.nrb), "alloc", err)) ||
         (s = gcu_check(cudaMemset(cnt, 0, sizeof(int) * m.nrb), "memset", err)))
         goto out;
@@ -388,9 +403,10 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
         c.smem = smem;
         c.pf_units = 4;
         c.bps = 1;
-        /* 4 blocks an SM's worth: room for the prefill GEMM's stream-K parts (tiles + grid) */
-        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), 4);
-        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM 1..3: the GEMM for 5..32 tokens */
+        /* the session's room (GCU_MV_PART_BPS blocks an SM's worth): the prefill GEMM's stream-K
+         * parts (tiles + grid) */
+        c.partial_cap = gcu_mv_partial_bytes(gcu_sm_count(), GCU_MV_PART_BPS);
+        c.gemm = gcu_options_default().gemm; /* GLIM_CUDA_GEMM 1..5: the GEMM for 5..64 tokens */
         /* twice: the second run checks that the counters were left at zero */
         for (int rep = 0; rep < 2 && s == GLIM_OK; rep++) s = gcu_mv_launch(&c, 0, err);
         if (s != GLIM_OK) goto out;
