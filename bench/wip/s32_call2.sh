@@ -27,4 +27,6 @@ for r in 1 2 3; do
 done
 timeout 150 build/glimmer bench --synthetic -n 4 --prompt 2048 --profile > $OUT/prof64.md 2>&1 || tail -3 $OUT/prof64.md
 echo "profile, PREFILL_T=64:"; sed -n "/prompt sub-chunk, kernel alone/,/^$/p" $OUT/prof64.md
+timeout 90 build/glimmer bench --synthetic --prompt 0 -n 32 > $OUT/dec.md 2>&1 || tail -3 $OUT/dec.md
+echo "decode:"; grep -iE "decode|copy|floor" $OUT/dec.md | head -8
 cd $OUT && tar czf logs.tgz *.log *.md 2>/dev/null; ls
