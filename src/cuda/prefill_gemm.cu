@@ -4,7 +4,12 @@
  * split-K; 1: split-K with the 32-token instance at two blocks an SM; 0: k_mv in qmatvec.cu,
  * which ran them before). Written in session 29 with no GPU lent, first run and tuned in
  * session 30 (RESULTS v32: prefill of 2048 tokens on an H100 614 tok/s with k_mv, 1438 with
- * split-K, ~1535 with stream-K), ~1555 in session 31 with stream-K only where it pays.
+ * split-K, ~1535 with stream-K), ~1555 in session 31 with stream-K only where it pays; the
+ * 64-token instance (session 32, 8 n-blocks) with 64-token prompt sub-chunks: 1900 tok/s on an
+ * H200 against 1570 at 32 (RESULTS v34); its four products take 1.71x a 32-token pass's time
+ * (506 against 297 us a layer) for twice the tokens. At 32 tokens Nsight Compute put the tensor
+ * pipe at 38 % active, with fixed-latency waits and math-pipe throttle the top stall reasons
+ * (session 32); the 64-token instance is not profiled yet.
  *
  * Why: k_mv reads the staged x of every token from L2 once per warp and weight unit: at 32
  * tokens 32 16-byte loads per lane per unit, ~16 KB of L2 reads for each 1152-byte unit, behind
