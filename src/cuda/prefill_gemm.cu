@@ -247,8 +247,9 @@ __device__ __forceinline__ void pf_zero(float v[PF_UPW][NB][4]) {
  * x (NB n-blocks of 8 tokens, hi then lo into the same sums), then the piece's scale and bias.
  * Lane (g, t) holds rows g and g + 8 of its units for tokens nb * 8 + 2t and + 1. With HOLD the
  * lane's two 16-byte words of each unit are read once a span; without (the 2-block instances
- * with 2 or 4 n-blocks, whose 128 registers spill with them held) word i is read where the 32
- * input columns it covers are used. The scales are read per piece. */
+ * with 2 or 4 n-blocks, whose 128 registers spill with them held, and the 8-n-block instance,
+ * whose 2-piece instances spilled 56 bytes with them held) word i is read where the 32 input
+ * columns it covers are used. The scales are read per piece. */
 __device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 
 /* Piece pc's scales of rows g and g + 8 of the unit at u (lane group g's scale words follow the
