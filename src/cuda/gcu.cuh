@@ -56,6 +56,10 @@ typedef struct gcu_xfmt {
     int pps;       /* Q: pieces per span (scale groups a span touches), 1, 2 or 4 */
     int kx;        /* bf16 elements per staged column (nspan * 128 or nspan * 32) */
 } gcu_xfmt;
+/* Floats of one token's sums of x (xsum) in format f: one per span and piece (dense: per span). */
+__host__ __device__ static inline size_t gcu_xsum_floats(const gcu_xfmt &f) {
+    return (size_t)f.nspan * (f.pps ? f.pps : 1);
+}
 
 /* A matrix on the device in tiles. */
 typedef struct gcu_mat {

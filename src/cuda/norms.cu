@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(ST_THREADS) k_stage(StArgs a) {
     auto x = [&](int e) { return e < K ? sx[e] : 0.0f; };
     gcu_stage_spans(a.f, x, 0, a.f.nspan, a.xs + (size_t)(2 * t) * a.f.kx,
                     a.xs + (size_t)(2 * t + 1) * a.f.kx,
-                    a.xsum + (size_t)t * a.f.nspan * (a.f.pps ? a.f.pps : 1), threadIdx.x,
+                    a.xsum + (size_t)t * gcu_xsum_floats(a.f), threadIdx.x,
                     blockDim.x);
 }
 

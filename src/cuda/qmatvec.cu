@@ -298,7 +298,7 @@ extern "C" glim_status gcu_mv_launch(const gcu_mv_call *c, cudaStream_t st, glim
             gcu_mv_call part = *c;
             part.T = c->T - t0 < GCU_MV_TMAX ? c->T - t0 : GCU_MV_TMAX;
             part.xs = c->xs + (size_t)2 * t0 * m->f.kx;
-            part.xsum = c->xsum + (size_t)t0 * m->f.nspan * (m->f.pps ? m->f.pps : 1);
+            part.xsum = c->xsum + (size_t)t0 * gcu_xsum_floats(m->f);
             part.out = c->out + (size_t)t0 * c->ldo;
             s = gcu_mv_launch(&part, st, err);
         }
@@ -361,7 +361,7 @@ extern "C" glim_status gcu_test_matvec(const glim_matrix *W, const glim_matrix *
     __nv_bfloat16 *xs = NULL;
     float2 *part = NULL;
     int *cnt = NULL;
-    size_t xsn = (size_t)T * f.nspan * (f.pps ? f.pps : 1);
+    size_t xsn = (size_t)T * gcu_xsum_floats(f);
     if ((s = gcu_mat_upload(&m, swiglu ? gcu_rows_swiglu : gcu_rows_plain, swiglu ? (void *)&pair : (void *)W, err)) ||
         (s = gcu_check(cudaMalloc((void **)&dx, sizeof(float) * T * K), "alloc", err)) ||
         (s = gcu_check(cudaMemcpy(dx, x, sizeof(float) * T * K, cudaMemcpyHostToDevice), "copy", err)) ||

@@ -44,8 +44,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
 #define SZ(KXV, xsm, M)                                                                          \
     do {                                                                                       \
         if ((size_t)(M).f.kx > KXV) KXV = (M).f.kx;                                            \
-        if ((size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1) > xsm)                          \
-            xsm = (size_t)(M).f.nspan * ((M).f.pps ? (M).f.pps : 1);                           \
+        if (gcu_xsum_floats((M).f) > xsm) xsm = gcu_xsum_floats((M).f);                        \
     } while (0)
     for (int l = 0; l < g->L; l++) {
         SZ(kxh, xh, g->layer[l].qkvg);
