@@ -589,6 +589,28 @@ static void att_pass_bits(void) {
     att_pass_bits_of("lean_long", wide, 300, lean, "1", gcu_attn_lean_count);
 }
 
+/* GLIM_CUDA_ATT_SPEC=1 (decode attention on the instance compiled for the 30B's decode: D 128,
+ * a bf16 cache, the tensor-core tiles, no o_proj staging) computes what the lean instance does,
+ * with those fields as constants: every decoded token's logits bit for bit, and it ran (its
+ * count: at least a launch per layer). The model has the 30B's heads (32 over 2 kv heads of 128,
+ * so 16 a kv head: head groups of 4 at short spans); the cases: a 5-token prompt (splits under
+ * the tensor cores' 16 keys: the fp32 tiles), 35 tokens (the 16-key window and a full layer's
+ * one tile), and 300 tokens with head groups only up to 64 keys (GLIM_CUDA_ATT_GROUP=64: full
+ * layers with all 16 heads a block, several tiles a split, the merge by the last blocks). */
+static void att_spec_bits(void) {
+    NEED_GPU();
+    glim_synth_spec s = switch_spec(1, 29);
+    s.n_heads = 32;
+    s.n_kv_heads = 2;
+    s.head_dim = 128;
+    static const char *const names[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_FAST"};
+    static const char *const off[] = {"0", "2048", "1"}, *const on[] = {"1", "2048", "1"};
+    static const char *const off64[] = {"0", "64", "1"}, *const on64[] = {"1", "64", "1"};
+    switch_bits_of("spec_short", s, 5, 3, names, off, on, gcu_attn_spec_count, s.n_layers);
+    switch_bits_of("spec_window", s, 2 * s.sliding_window + 3, 3, names, off, on, gcu_attn_spec_count, s.n_layers);
+    switch_bits_of("spec_long", s, 300, 3, names, off64, on64, gcu_attn_spec_count, s.n_layers);
+}
+
 static void chain_bits(void) {
     NEED_GPU();
     chain_bits_of("chain_tiny", switch_spec(0, 5));
@@ -804,6 +826,7 @@ int main(void) {
     RUN(flag_bits);
     RUN(ahead_bits);
     RUN(att_pass_bits);
+    RUN(att_spec_bits);
     RUN(span_loop);
     RUN(span_even_bits);
     RUN(span_chunk_bits);

@@ -870,10 +870,31 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     at_finish(a, f, has_f, sm, r, HG, row, o);
 }
 
-template <bool PASSES>
-__global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a, gcu_xfmt f, int has_f, int fused) {
+/* SPEC: the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that select
+ * a path are constants here, so the paths it never takes (the fp32 cache, D other than 128, the
+ * few-key scores, the rehearsal, the flags, o_proj's staging) and the divisions by D fold away:
+ * 8.6 K SASS instructions against 13.3 K (sm_90). The kernel runs cold from the instruction
+ * cache every layer (RESULTS v28), so its size is on the critical path. */
+template <bool PASSES, bool SPEC>
+__global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a_in, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
     __shared__ unsigned long long tl_t[5];
+    gcu_attn_call a = a_in;
+    if (SPEC) {
+        a.D = 128;
+        a.kv32 = 0;
+        a.few = 0;
+        a.warm = 0;
+        a.diag_twice = 0;
+        a.T = 1;
+        a.mma = 1;
+        a.pack = 1;
+        a.fence_sc = 0;
+        a.flag_wait = NULL;
+        a.flag_arrive = NULL;
+        has_f = 0;
+        fused = 1;
+    }
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
     at_body<PASSES>(a, f, has_f, fused, tl_t);
@@ -891,8 +912,9 @@ extern "C" glim_status gcu_attn_init(glim_error *err) {
     static int raised;
     if (raised) return GLIM_OK;
     glim_status s = GLIM_OK;
-    const void *fns[2] = {(const void *)k_attention<true>, (const void *)k_attention<false>};
-    for (int i = 0; i < 2 && s == GLIM_OK; i++)
+    const void *fns[3] = {(const void *)k_attention<true, false>, (const void *)k_attention<false, false>,
+                          (const void *)k_attention<false, true>};
+    for (int i = 0; i < 3 && s == GLIM_OK; i++)
         s = gcu_check(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, AT_SMEM_MAX),
                       "attention shared memory", err);
     raised = s == GLIM_OK;
@@ -929,6 +951,14 @@ extern "C" long gcu_attn_twice_count(void) { return twice_count; }
 extern "C" long gcu_attn_warm_count(void) { return warm_count; }
 static long lean_count; /* launches enqueued on the kernel without the passes (gcu_attn_lean_count) */
 extern "C" long gcu_attn_lean_count(void) { return lean_count; }
+static long spec_count; /* launches enqueued on the decode instance (gcu_attn_spec_count) */
+extern "C" long gcu_attn_spec_count(void) { return spec_count; }
+/* Whether a call is the one k_attention<.., true> is compiled for: every field it fixes. */
+static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused) {
+    return c->spec && fused && c->T == 1 && c->D == 128 && !c->kv32 && !c->few && !c->warm &&
+           !c->diag_twice && c->mma && c->pack && !c->fence_sc && !c->flag_wait && !c->flag_arrive &&
+           c->f == NULL;
+}
 
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
                                        glim_error *err) {
@@ -953,7 +983,9 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     a.hgroups = HG;
     /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
-    const void *fn = lean ? (const void *)k_attention<false> : (const void *)k_attention<true>;
+    const bool spec = lean && gcu_attn_spec_fits(c, fused);
+    const void *fn = spec ? (const void *)k_attention<false, true>
+                     : lean ? (const void *)k_attention<false, false> : (const void *)k_attention<true, false>;
     a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
@@ -967,6 +999,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (s == GLIM_OK && a.diag_twice) twice_count++;
     if (s == GLIM_OK && a.warm && fused) warm_count++;
     if (s == GLIM_OK && lean) lean_count++;
+    if (s == GLIM_OK && spec) spec_count++;
     return s;
 }
 

@@ -218,6 +218,9 @@ typedef struct gcu_options {
     int att_lean;  /* attention runs the kernel instance without ATT_WARM's rehearsal and
                       DIAG_ATT_TWICE's second pass compiled in, where neither is on (the same
                       outputs; GLIM_CUDA_ATT_LEAN, 1: session 24, +1.1 % at ctx 0 on an H100) */
+    int att_spec;  /* decode attention runs the instance compiled for D = 128, a bf16 cache, the
+                      tensor-core tiles and no o_proj staging, where the call is that (the same
+                      outputs, ~36 % fewer instructions; GLIM_CUDA_ATT_SPEC) */
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */
@@ -336,6 +339,7 @@ long gcu_attn_twice_count(void);
 long gcu_attn_warm_count(void);
 /* Attention launches enqueued on the instance without the extra passes (GLIM_CUDA_ATT_LEAN, tests). */
 long gcu_attn_lean_count(void);
+long gcu_attn_spec_count(void);
 
 /* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
 

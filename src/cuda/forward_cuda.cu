@@ -133,6 +133,7 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
+    o.att_spec = env_int("GLIM_CUDA_ATT_SPEC", 0);
     /* the prefill's products of 5..64 tokens of MLX weights on prefill_gemm.cu's tensor-core
      * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
      * same with stream-K where split-K would take more than a wave; 4, 5: as 3 with 17..32
@@ -553,6 +554,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.diag_twice = T == 1 && g->opt.diag_att_twice;
     c.warm = T == 1 && g->opt.att_warm;
     c.lean = g->opt.att_lean;
+    c.spec = g->opt.att_spec;
     c.tl = T == 1 ? gcu_tl_take(s, y->full ? GCU_TLK_ATT_FULL : GCU_TLK_ATT) : NULL;
     glim_status st = GLIM_OK;
     if (T > 1) st = gcu_qk_prep_launch(&c, s->st, err);
