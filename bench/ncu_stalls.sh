@@ -36,6 +36,7 @@ done
 # NCU_TAR=1: everything above in one tarball, $OUT/ncu_stalls.tgz (the device tool brings back
 # at most 8 files: four targets' 6 files each came back as only the first 8 in session 26)
 if [ "${NCU_TAR:-0}" = 1 ]; then
+    set +f
     (cd "$OUT" && tar czf ncu_stalls.tgz --remove-files *.log *_raw.csv *_sass.csv *_cuda.csv *_details.txt *_profile.md 2>/dev/null)
     echo "ncu outputs in $OUT/ncu_stalls.tgz"
 fi

@@ -25,10 +25,17 @@ for r in 1 2; do
   for k in SPAN_ROWS=4 SPAN_TWO=11 SPAN_LATE=0 SPAN_LATE=2 SPAN_LATE=4 TMA_SLOTS=3 ATT_TRIG=1 ATT_TRIG=3 LATE_NORM=0 SPAN_EVEN=0; do
     set -- "$@" new,GLIM_CUDA_$k
   done
+  # o_proj's early bytes slowed attention's cold pass (RESULTS v30): again with the smaller kernel
+  for k in SPAN_LATE=4 SPAN_LATE=0 ATT_TRIG=1 SPAN_TWO=11; do
+    set -- "$@" new,GLIM_CUDA_ATT_SPEC=1,GLIM_CUDA_$k
+  done
 done
 OUT=$OUT/ab STEPS="qkvg, attention (sliding), attention (full), o_proj, gate/up, down" sh bench/ab_decode.sh "$@" 2>&1 | grep -v '^new'
 echo "attention rows, default and ATT_SPEC=1 (first process of each):"
 awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); t = (v in done) ? 0 : 1; done[v] = 1; next}
   /^timeline @ ctx/{c=$0; sub(/^timeline @ ctx /, "", c); sub(/:.*/, "", c)}
-  t && (v == "new" || v ~ /SPEC/) && /^\| attention/ {printf "  %s @%s %s: %s; %s; %s\n", v, c, $2, $4, $5, $10}' $OUT/ab/e.md
-cd $OUT && tar czf logs.tgz checks.log san.log ab/e.md 2>/dev/null; ls
+  t && (v == "new" || v == "new,GLIM_CUDA_ATT_SPEC=1") && /^\| attention/ {printf "  %s @%s %s: %s; %s; %s\n", v, c, $2, $4, $5, $10}' $OUT/ab/e.md
+# where a decode attention block waits (the SPEC instance): ctx 0 and 4k, sliding layer 0
+mkdir -p $OUT/ncu
+GLIM_CUDA_ATT_SPEC=1 OUT=$OUT/ncu NCU_TAR=1 NCU_TARGETS="att0_sl k_attention 4;att4k_sl k_attention 20" timeout 200 sh bench/ncu_stalls.sh
+cd $OUT && tar czf logs.tgz checks.log san.log ab/e.md 2>/dev/null; mv ncu/ncu_stalls.tgz . 2>/dev/null; rm -rf ab ncu san.log; ls

@@ -818,7 +818,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     GcuRope rope = {};
     if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, a.D, r.pos, lane);
     const int newest = fused && r.sp == r.nsp - 1 ? r.pos : -1;
-    const bool mma = at_use_mma(a, r.G, r.my1 - r.my0);
+    /* a.mma 2 (the decode instance's ATT_SPEC=2): every split on the tensor cores, the few-key
+     * ones too, so that the fp32 tiles' code is not compiled in */
+    const bool mma = a.mma == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
     float4 o[AT_MAXC];
     float omma[2][4]; /* mma path: o as fragments */
     /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
@@ -870,12 +872,14 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     at_finish(a, f, has_f, sm, r, HG, row, o);
 }
 
-/* SPEC: the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that select
- * a path are constants here, so the paths it never takes (the fp32 cache, D other than 128, the
- * few-key scores, the rehearsal, the flags, o_proj's staging) and the divisions by D fold away:
- * 8.6 K SASS instructions against 13.3 K (sm_90). The kernel runs cold from the instruction
- * cache every layer (RESULTS v28), so its size is on the critical path. */
-template <bool PASSES, bool SPEC>
+/* SPEC (1, 2): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
+ * select a path are constants here, so the paths it never takes (the fp32 cache, D other than
+ * 128, the few-key scores, the rehearsal, the flags, o_proj's staging) and the divisions by D
+ * fold away: 8.6 K SASS instructions against 13.3 K (sm_90). The kernel runs cold from the
+ * instruction cache every layer (RESULTS v28), so its size is on the critical path (ATT_SPEC=1:
+ * attention 8.5 -> 7.1 us a layer on an H200, RESULTS v35). SPEC 2 also takes splits of fewer
+ * than AT_MMA_MIN keys to the tensor cores (other bits there), leaving the fp32 tiles out: 7.6 K. */
+template <bool PASSES, int SPEC>
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a_in, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
     __shared__ unsigned long long tl_t[5];
@@ -887,7 +891,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
         a.warm = 0;
         a.diag_twice = 0;
         a.T = 1;
-        a.mma = 1;
+        a.mma = SPEC == 2 ? 2 : 1;
         a.pack = 1;
         a.fence_sc = 0;
         a.flag_wait = NULL;
@@ -912,9 +916,9 @@ extern "C" glim_status gcu_attn_init(glim_error *err) {
     static int raised;
     if (raised) return GLIM_OK;
     glim_status s = GLIM_OK;
-    const void *fns[3] = {(const void *)k_attention<true, false>, (const void *)k_attention<false, false>,
-                          (const void *)k_attention<false, true>};
-    for (int i = 0; i < 3 && s == GLIM_OK; i++)
+    const void *fns[4] = {(const void *)k_attention<true, 0>, (const void *)k_attention<false, 0>,
+                          (const void *)k_attention<false, 1>, (const void *)k_attention<false, 2>};
+    for (int i = 0; i < 4 && s == GLIM_OK; i++)
         s = gcu_check(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, AT_SMEM_MAX),
                       "attention shared memory", err);
     raised = s == GLIM_OK;
@@ -955,7 +959,8 @@ static long spec_count; /* launches enqueued on the decode instance (gcu_attn_sp
 extern "C" long gcu_attn_spec_count(void) { return spec_count; }
 /* Whether a call is the one k_attention<.., true> is compiled for: every field it fixes. */
 static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused) {
-    return c->spec && fused && c->T == 1 && c->D == 128 && !c->kv32 && !c->few && !c->warm &&
+    return (c->spec == 1 || c->spec == 2) && fused && c->T == 1 && c->D == 128 && c->Hkv > 0 &&
+           c->H / c->Hkv <= 16 && !c->kv32 && !c->few && !c->warm &&
            !c->diag_twice && c->mma && c->pack && !c->fence_sc && !c->flag_wait && !c->flag_arrive &&
            c->f == NULL;
 }
@@ -981,11 +986,12 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
+    a.mma = c->mma != 0; /* 2 is the decode instance's own constant (k_attention<.., 2>) */
     /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
     const bool spec = lean && gcu_attn_spec_fits(c, fused);
-    const void *fn = spec ? (const void *)k_attention<false, true>
-                     : lean ? (const void *)k_attention<false, false> : (const void *)k_attention<true, false>;
+    const void *fn = spec ? (c->spec == 2 ? (const void *)k_attention<false, 2> : (const void *)k_attention<false, 1>)
+                     : lean ? (const void *)k_attention<false, 0> : (const void *)k_attention<true, 0>;
     a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
