@@ -21,7 +21,10 @@ CHECK_ONLY=att_spec_bits GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --too
 echo "memcheck, att_spec_bits: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"
 set --
 for r in 1 2 3; do set -- "$@" new new,GLIM_CUDA_ATT_SPEC=2 new,GLIM_CUDA_ATT_SPEC=0; done
-OUT=$OUT/ab STEPS="attention (sliding), attention (full), o_proj" sh bench/ab_decode.sh "$@" 2>&1 | grep -v '^new'
+# fewer span-kernel instances a layer (the code runs cold where instances alternate): all four
+# products on one instance (the LATE one, or the plain one), or qkvg and down one-row
+for r in 1 2; do set -- "$@" new,GLIM_CUDA_SPAN_TWO=0,GLIM_CUDA_SPAN_LATE=15 new,GLIM_CUDA_SPAN_TWO=0,GLIM_CUDA_SPAN_LATE=0 new,GLIM_CUDA_SPAN_TWO=0; done
+OUT=$OUT/ab STEPS="qkvg, attention (sliding), o_proj, gate/up, down" sh bench/ab_decode.sh "$@" 2>&1 | grep -v '^new'
 echo "attention rows (first process of each):"
 awk -F'|' '/^decode with /{v=$0; sub(/^decode with /, "", v); t = (v in done) ? 0 : 1; done[v] = 1; next}
   /^timeline @ ctx/{c=$0; sub(/^timeline @ ctx /, "", c); sub(/:.*/, "", c)}
