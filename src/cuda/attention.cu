@@ -702,6 +702,7 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
  * goes to a.part and the last blocks of its (token, kv head[, head group]) to arrive merge them;
  * the merged outputs are normalised, gated (at_gate_store) and, with has_f, this kv head's slice
  * of the o_proj input is staged. Every return is the whole block's. */
+template <int SPEC>
 __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
                                           const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
@@ -711,8 +712,11 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
     /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
     const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
     const int ngrp = a.T * a.Hkv * (grouped ? HG : 1); /* the mergers' counters follow */
-    /* pmerge: one token, every split resident at once (per > 0), no o_proj staging here */
-    const bool pm = a.pmerge > 1 && a.T == 1 && !has_f && r.per > 0;
+    /* pmerge: one token, every split resident at once (per > 0), no o_proj staging here; the
+     * decode instance (SPEC) always, the host having checked per > 0, G >= 2 and pmerge >= 2
+     * (gcu_attn_launch), so that the whole-block merge (at_merge, ~2.5 K instructions) is not
+     * compiled in */
+    const bool pm = SPEC || (a.pmerge > 1 && a.T == 1 && !has_f && r.per > 0);
     float *mine = a.part + ((size_t)grp * a.nsplit + r.sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
@@ -729,12 +733,12 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
         __syncthreads();
         /* the last Mg blocks to arrive merge (the last one alone without pmerge, or where the
          * splits are not all resident at once: a merger waits for the others to arrive) */
-        const int Mg = pm ? min(min(G, nsp), a.pmerge) : 1;
+        const int Mg = SPEC ? max(2, min(min(G, nsp), a.pmerge)) : pm ? min(min(G, nsp), a.pmerge) : 1;
         if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) - (nsp - Mg);
         __syncthreads();
         const int role = *sm.flag;
         if (role < 0) return;
-        if (Mg > 1) {
+        if (SPEC || Mg > 1) {
             if (tid == 0) {
                 const unsigned long long t0 = gcu_tl_now();
                 unsigned v, spins = 0;
@@ -788,7 +792,7 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
  * the rehearsal and DIAG_ATT_TWICE's second pass compiled in (false: pass 1 alone, the loop
  * folded away, for GLIM_CUDA_ATT_LEAN; session 23 found the kernel 13160 -> 13904 SASS
  * instructions since the passes came, and attention's q preparation slower). */
-template <bool PASSES>
+template <bool PASSES, int SPEC>
 __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
                                         unsigned long long *tl_t) {
     extern __shared__ float at_base[];
@@ -869,16 +873,17 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
-    at_finish(a, f, has_f, sm, r, HG, row, o);
+    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o);
 }
 
 /* SPEC (1, 2): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
  * select a path are constants here, so the paths it never takes (the fp32 cache, D other than
- * 128, the few-key scores, the rehearsal, the flags, o_proj's staging) and the divisions by D
- * fold away: 8.6 K SASS instructions against 13.3 K (sm_90). The kernel runs cold from the
- * instruction cache every layer (RESULTS v28), so its size is on the critical path (ATT_SPEC=1:
- * attention 8.5 -> 7.1 us a layer on an H200, RESULTS v35). SPEC 2 also takes splits of fewer
- * than AT_MMA_MIN keys to the tensor cores (other bits there), leaving the fp32 tiles out: 7.6 K. */
+ * 128, the few-key scores, the rehearsal, the flags, o_proj's staging, the whole-block merge)
+ * and the divisions by D fold away: 6.1 K SASS instructions against 13.3 K (sm_90). The kernel
+ * runs cold from the instruction cache every layer (RESULTS v28), so its size is on the
+ * critical path (at 8.6 K, before the merge went: attention 8.5 -> 7.1 us a layer on an H200,
+ * RESULTS v35). SPEC 2 also takes splits of fewer than AT_MMA_MIN keys to the tensor cores
+ * (other bits there), leaving the fp32 tiles out: 5.2 K. */
 template <bool PASSES, int SPEC>
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a_in, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
@@ -901,7 +906,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
     }
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
-    at_body<PASSES>(a, f, has_f, fused, tl_t);
+    at_body<PASSES, SPEC>(a, f, has_f, fused, tl_t);
     /* every block, the empty ones too (a fixed count for the next kernel to wait for), once its
      * output is written (GLIM_CUDA_FLAG_WAIT; every return of at_body is the whole block's) */
     if (a.flag_arrive) gcu_grid_arrive(a.flag_arrive);
@@ -989,10 +994,18 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     a.mma = c->mma != 0; /* 2 is the decode instance's own constant (k_attention<.., 2>) */
     /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
-    const bool spec = lean && gcu_attn_spec_fits(c, fused);
-    const void *fn = spec ? (c->spec == 2 ? (const void *)k_attention<false, 2> : (const void *)k_attention<false, 1>)
-                     : lean ? (const void *)k_attention<false, 0> : (const void *)k_attention<true, 0>;
-    a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
+    /* the decode instance merges by the last blocks always (at_finish<1>): at least 2 heads a
+     * block, PMERGE >= 2 and every working block resident at once (at_plan's per > 0) */
+    bool spec = lean && gcu_attn_spec_fits(c, fused) && G / HG >= 2 && c->pmerge >= 2;
+    const void *fn = c->spec == 2 ? (const void *)k_attention<false, 2> : (const void *)k_attention<false, 1>;
+    if (spec) {
+        a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1);
+        spec = a.resident >= c->Hkv * HG;
+    }
+    if (!spec) {
+        fn = lean ? (const void *)k_attention<false, 0> : (const void *)k_attention<true, 0>;
+        a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */
+    }
     gcu_xfmt f;
     memset(&f, 0, sizeof f);
     int has_f = c->f != NULL;
