@@ -1,10 +1,11 @@
 #!/bin/sh
 # s33_callD.sh (session 33): ATT_SPEC=1 now the default; ATT_SPEC=2 (the few-key splits on the
-# tensor cores too: no fp32 tiles compiled in, 7.6 K instructions against 8.6 K). (1) tests: the
+# tensor cores too: no fp32 tiles compiled in) and the decode instance without the whole-block
+# merge (6.1 K instructions, SPEC 2 5.2 K, against 8.6 K in call C). (1) tests: the
 # forward test (att_spec_bits with its spec2 cases), kernels, hooks; memcheck on att_spec_bits.
 # (2) decode A/B: SPEC 1 (default), 2 and 0, 3 rounds. (3) Nsight Compute of the decode
 # attention (default instance) at ctx 0 and 4k, sliding layer 0 (the fixed NCU_TAR). Carry
-# [".deps", "build/src/cuda"]; ~5 minutes.
+# [".deps", "build/src/cuda", "build/oldtree"]; ~7 minutes.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
@@ -20,7 +21,8 @@ CHECK_ONLY=att_spec_bits GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --too
   build/tests/test_cuda_forward > $OUT/san.log 2>&1
 echo "memcheck, att_spec_bits: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"
 set --
-for r in 1 2 3; do set -- "$@" new new,GLIM_CUDA_ATT_SPEC=2 new,GLIM_CUDA_ATT_SPEC=0; done
+# old: 5bf9f17 (ATT_SPEC=1 the default, the whole-block merge still compiled in: 8.6 K)
+for r in 1 2 3; do set -- "$@" old new new,GLIM_CUDA_ATT_SPEC=2 new,GLIM_CUDA_ATT_SPEC=0; done
 # fewer span-kernel instances a layer (the code runs cold where instances alternate): all four
 # products on one instance (the LATE one, or the plain one), or qkvg and down one-row
 for r in 1 2; do set -- "$@" new,GLIM_CUDA_SPAN_TWO=0,GLIM_CUDA_SPAN_LATE=15 new,GLIM_CUDA_SPAN_TWO=0,GLIM_CUDA_SPAN_LATE=0 new,GLIM_CUDA_SPAN_TWO=0; done
