@@ -221,7 +221,7 @@ typedef struct gcu_options {
     int att_spec;  /* decode attention runs the instance compiled for D = 128, a bf16 cache, the
                       tensor-core tiles and no o_proj staging, where the call is that (the same
                       outputs, 6.1 K instructions against 13.3 K; 2: also the few-key splits on the tensor
-                      cores, other bits there, 5.2 K; GLIM_CUDA_ATT_SPEC, 1) */
+                      cores, other bits there, 5.2 K; GLIM_CUDA_ATT_SPEC, 2) */
     int diag_nope; /* TIMING DIAGNOSTIC, wrong logits: the decode's attention skips RoPE on every
                       layer, so a sliding layer's attention runs as a full one's: what RoPE's
                       factors and rotation cost it (GLIM_CUDA_DIAG_NOPE, 0) */

@@ -133,10 +133,12 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 24 (H100, same call): 144.8 against 143.2 tok/s at ctx 0, attention's step 11.6 ->
      * 10.5 us (the instance without ATT_WARM's and DIAG_ATT_TWICE's passes compiled in) */
     o.att_lean = env_int("GLIM_CUDA_ATT_LEAN", 1);
-    /* session 33 (H200, 3 rounds each way): 197.9 / 185.0 / 174.9 against 193.2 / 180.8 / 170.1
-     * tok/s at ctx 0 / 4k / 32k, attention 8.5 -> 7.1 us a layer (a kernel run cold from the
-     * instruction cache every layer, 13.3 K -> 8.6 K instructions) */
-    o.att_spec = env_int("GLIM_CUDA_ATT_SPEC", 1);
+    /* session 33: 1 against 0 on an H200 (3 rounds each way): 197.9 / 185.0 / 174.9 against
+     * 193.2 / 180.8 / 170.1 tok/s at ctx 0 / 4k / 32k, attention 8.5 -> 7.1 us a layer (a kernel
+     * run cold from the instruction cache every layer, 13.3 K -> 8.6 K instructions); 2 against 1
+     * on an H100: 159.7 / 151.4 / 145.0 against 158.7 / 150.6 / 144.2 (the few-key last split of
+     * a long full layer no longer on the fp32 tiles: that layer's attention at 4k 15.2 -> 13.3 us) */
+    o.att_spec = env_int("GLIM_CUDA_ATT_SPEC", 2);
     /* the prefill's products of 5..64 tokens of MLX weights on prefill_gemm.cu's tensor-core
      * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
      * same with stream-K where split-K would take more than a wave; 4, 5: as 3 with 17..32
