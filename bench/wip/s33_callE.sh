@@ -1,10 +1,10 @@
 #!/bin/sh
-# s33_callE.sh (session 33): the final tree on an H200. Tests (forward with att_spec_bits,
-# kernels, hooks) under the new default ATT_SPEC=2, memcheck on att_spec_bits; decode A/B:
-# default (SPEC 2) against SPEC 1 and 0, and all four products on the span kernel's LATE
-# one-row instance (SPAN_TWO=0 SPAN_LATE=15: +0.5 % at ctx 0 on an H100 in call D), 3 rounds;
-# then the whole bench of the default with a 2048-token prompt. Carry [".deps", "build/src/cuda"];
-# ~5 minutes.
+# s33_callE.sh (session 33): the final tree on an H200, cut to the device time left. The
+# forward test (att_spec_bits among its cases) under the new default ATT_SPEC=2, memcheck on
+# att_spec_bits; decode A/B: default (SPEC 2) against SPEC 1, and all four products on the span
+# kernel's LATE one-row instance (SPAN_TWO=0 SPAN_LATE=15: +0.5 % at ctx 0 on an H100 in call
+# D), 3 rounds; then the whole bench of the default with a 2048-token prompt. Carry [".deps",
+# "build/src/cuda"]; ~4 minutes.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
