@@ -584,15 +584,6 @@ static void span_chunk_bits(void) {
     static const char *const late[] = {"15", "0", "15", "1", "1", "1", "1", "0", "0"};
     switch_bits_of("span_late", wide, 2 * wide.sliding_window + 3, 9, lnames, off, late, gcu_dmv_late_count,
                    wide.n_layers);
-    /* GLIM_CUDA_SPAN_NOFUSE=1: the instances without the fused staging's call, which the span
-     * kernel never makes: the same bits, every product of every layer on them (4 a layer) */
-    static const char *const fnames[] = {"GLIM_CUDA_SPAN_NOFUSE", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
-                                         "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN",
-                                         "GLIM_CUDA_DYN"};
-    static const char *const foff[] = {"0", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const fon[] = {"1", "15", "1", "1", "1", "1", "0", "0"};
-    switch_bits_of("span_nofuse", wide, 2 * wide.sliding_window + 3, 8, fnames, foff, fon, gcu_dmv_nofuse_count,
-                   4 * wide.n_layers);
 }
 
 static void att_pass_bits(void) {

@@ -190,9 +190,6 @@ typedef struct gcu_options {
                        gate/up, +0.5 / +0.75 / +0.65 % at ctx 0 / 4k / 32k on an H100, ahead in
                        all 5 rounds at every context; attention's step 9.7 -> 8.6 us; o_proj
                        alone ~0, gate/up alone -0.45 %; session 28) */
-    int span_nofuse; /* the span kernel on its instances without the fused staging's call (which
-                        it never makes: the same work, ~1.3 K fewer instructions; session 33,
-                        GLIM_CUDA_SPAN_NOFUSE, 0 until measured) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -326,7 +323,6 @@ long gcu_dmv_flag_count(void);
 long gcu_dmv_ahead_count(void);
 /* Decode matvec launches enqueued on the span-major kernel (GLIM_CUDA_SPAN), for tests. */
 long gcu_dmv_span_count(void);
-long gcu_dmv_nofuse_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_SPAN_BLOCKS_*). */
 long gcu_dmv_even_count(void);

@@ -249,13 +249,12 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 32; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+    for (int k = 0; k < 20; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
                                      * (registers of two sizes, shared memory with 1 or 2 row blocks
-                                     * a chunk, or 1 and the late ring; those three also without
-                                     * the fused staging) */
-        const int place = k >> 2 < 5 ? k >> 2 : (k >> 2) - 3, nf = k >> 2 >= 5;
+                                     * a chunk, or 1 and the late ring) */
+        const int place = k >> 2;
         const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place >= 2, place == 3 ? 2 : 1, place == 4, nf);
+                                         place >= 2, place == 3 ? 2 : 1, place == 4);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -445,7 +444,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
     /* whether an instance takes the call (every row-block and ring choice has one if this does) */
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0, 0) : NULL;
+    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     /* two row blocks per chunk (one wait and one refill per two; span_chunk 4 or 0, the products
@@ -467,8 +466,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
     /* the instance for the row blocks a chunk and the late ring (one row, sums in shared memory) */
     d->span_late = rpc == 1 && c->span_late && c->span_acc;
-    d->span_nofuse = c->span_nofuse && c->span_acc;
-    k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late, d->span_nofuse);
+    k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
@@ -570,8 +568,6 @@ static long two_count; /* of those, two row blocks a chunk (gcu_dmv_two_count) *
 extern "C" long gcu_dmv_two_count(void) { return two_count; }
 static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) */
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
-static long nofuse_count; /* of those, on an instance without the fused staging (gcu_dmv_nofuse_count) */
-extern "C" long gcu_dmv_nofuse_count(void) { return nofuse_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -590,7 +586,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_nofuse) nofuse_count++;
     return s;
 }
 

@@ -81,7 +81,6 @@ struct DmvArgs {
     int span_rpc;     /* its row blocks per chunk (one slot, one barrier): 1 or 2 */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_late;    /* host's note: the LATE instance (GLIM_CUDA_SPAN_LATE; gcu_dmv_late_count) */
-    int span_nofuse;  /* host's note: an instance without the fused staging (GLIM_CUDA_SPAN_NOFUSE) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
 };
 
@@ -343,7 +342,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 /* the span-major kernel for a format, the warp's most row blocks, the sums' place (shared memory
  * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with
  * one row block a chunk in shared memory: one ring slot requested before the PDL wait) */
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late, int nofuse);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

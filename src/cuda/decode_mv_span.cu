@@ -128,11 +128,8 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
  * compile time: as a run-time value (session 28, call 1) its branches made the one-row
  * instance, which gate/up runs, 0.9 us a layer slower, more than the two-row chunks gave the
  * other products. LATE: the ring's first slot before the PDL wait, the rest after the prologue
- * (GLIM_CUDA_SPAN_LATE's products, with one row block a chunk). NF: the epilogue without the
- * fused staging's call (GLIM_CUDA_SPAN_NOFUSE; dmv_span_plan never takes a.fuse, so the same
- * work), ~1.3 K instructions less: the kernel runs cold where its instances alternate in a
- * layer, and attention's instruction count was its latency (RESULTS v35). */
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE, bool NF>
+ * (GLIM_CUDA_SPAN_LATE's products, with one row block a chunk). */
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -371,29 +368,25 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             vg[0] *= osc;
             vh[0] *= osc;
         }
-        mv_epilogue<1, !NF>(a, wm.r0 + r, lane, vg, vh);
+        mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);
 }
 
-template <int RB, int RPC, bool LATE, bool NF = false>
+template <int RB, int RPC, bool LATE>
 static const void *span_pick(int pps, int sbf32) {
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span<2, false, RB, RPC, LATE, NF>;
-    case 5: return (const void *)k_dmv_span<2, true, RB, RPC, LATE, NF>;
-    case 8: return (const void *)k_dmv_span<4, false, RB, RPC, LATE, NF>;
-    case 9: return (const void *)k_dmv_span<4, true, RB, RPC, LATE, NF>;
+    case 4: return (const void *)k_dmv_span<2, false, RB, RPC, LATE>;
+    case 5: return (const void *)k_dmv_span<2, true, RB, RPC, LATE>;
+    case 8: return (const void *)k_dmv_span<4, false, RB, RPC, LATE>;
+    case 9: return (const void *)k_dmv_span<4, true, RB, RPC, LATE>;
     }
     return NULL;
 }
 
-const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late, int nofuse) {
-    if (smem_sums && nofuse)
-        return rpc == 2 ? span_pick<0, 2, false, true>(pps, sbf32)
-               : late   ? span_pick<0, 1, true, true>(pps, sbf32)
-                        : span_pick<0, 1, false, true>(pps, sbf32);
+const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {
     if (smem_sums)
         return rpc == 2 ? span_pick<0, 2, false>(pps, sbf32)
                : late   ? span_pick<0, 1, true>(pps, sbf32)

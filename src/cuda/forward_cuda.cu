@@ -124,7 +124,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 15);
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 9);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 6);
-    o.span_nofuse = env_int("GLIM_CUDA_SPAN_NOFUSE", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -729,7 +728,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_rows = g->opt.span_rows;
     c.span_chunk = (g->opt.span_two & pb) ? 4 : 2;
     c.span_late = (g->opt.span_late & pb) != 0;
-    c.span_nofuse = g->opt.span_nofuse;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;

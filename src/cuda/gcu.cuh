@@ -254,7 +254,6 @@ typedef struct gcu_dmv_call {
     /* span_late: with one row block a chunk and the sums in shared memory, the ring's first
      * slot requested before the PDL wait and the rest after the prologue */
     int span_late;
-    int span_nofuse; /* the span kernel's instance without the fused staging's call (opt.span_nofuse) */
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'

@@ -241,10 +241,8 @@ __device__ __forceinline__ void mv_out_token(const MvArgs &a, int rb, int g, int
     }
 }
 
-/* Writes the 2 x NB values this lane holds for row block rb. FUSE false: a kernel the host
- * never runs with a.fuse, so that the fused staging's code (mv_span_arrive, ~1.3 K
- * instructions) is not compiled into it (GLIM_CUDA_SPAN_NOFUSE). */
-template <int NB, bool FUSE = true>
+/* Writes the 2 x NB values this lane holds for row block rb. */
+template <int NB>
 __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, const float *vg,
                                             const float *vh) {
     const int g = lane >> 2, t = lane & 3;
@@ -255,7 +253,7 @@ __device__ __forceinline__ void mv_epilogue(const MvArgs &a, int rb, int lane, c
         mv_out_token(a, rb, g, tok, &vg[nb], &vh[nb]);
     }
     /* SWIGLU, T == 1; every lane of the warp is here */
-    if (FUSE && a.fuse) mv_span_arrive(a, rb / a.span_rbs, lane);
+    if (a.fuse) mv_span_arrive(a, rb / a.span_rbs, lane);
 }
 
 /* (a * b - sub) / c for a, b >= 0, c > 0, a * b >= sub, exactly: in 32 bits when the operands
