@@ -733,12 +733,13 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
         __syncthreads();
         /* the last Mg blocks to arrive merge (the last one alone without pmerge, or where the
          * splits are not all resident at once: a merger waits for the others to arrive) */
-        const int Mg = SPEC ? max(2, min(min(G, nsp), a.pmerge)) : pm ? min(min(G, nsp), a.pmerge) : 1;
+        const int Mg = pm ? min(min(G, nsp), a.pmerge) : 1;
         if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) - (nsp - Mg);
         __syncthreads();
         const int role = *sm.flag;
         if (role < 0) return;
-        if (SPEC || Mg > 1) {
+        if (SPEC || Mg > 1) { /* SPEC: Mg >= 2 by the host's checks; said so, the whole-block merge
+                               * below is not compiled in (with Mg 1 this branch is still right) */
             if (tid == 0) {
                 const unsigned long long t0 = gcu_tl_now();
                 unsigned v, spins = 0;
@@ -822,9 +823,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     GcuRope rope = {};
     if (fused && a.inv_freq) rope = gcu_rope_at(a.inv_freq, a.D, r.pos, lane);
     const int newest = fused && r.sp == r.nsp - 1 ? r.pos : -1;
-    /* a.mma 2 (the decode instance's ATT_SPEC=2): every split on the tensor cores, the few-key
-     * ones too, so that the fp32 tiles' code is not compiled in */
-    const bool mma = a.mma == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
+    /* SPEC 2: every split on the tensor cores, the few-key ones too, so that the fp32 tiles' code
+     * is not compiled in */
+    const bool mma = SPEC == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
     float4 o[AT_MAXC];
     float omma[2][4]; /* mma path: o as fragments */
     /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
@@ -896,7 +897,7 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
         a.warm = 0;
         a.diag_twice = 0;
         a.T = 1;
-        a.mma = SPEC == 2 ? 2 : 1;
+        a.mma = 1;
         a.pack = 1;
         a.fence_sc = 0;
         a.flag_wait = NULL;
@@ -962,12 +963,14 @@ static long lean_count; /* launches enqueued on the kernel without the passes (g
 extern "C" long gcu_attn_lean_count(void) { return lean_count; }
 static long spec_count; /* launches enqueued on the decode instance (gcu_attn_spec_count) */
 extern "C" long gcu_attn_spec_count(void) { return spec_count; }
-/* Whether a call is the one k_attention<.., true> is compiled for: every field it fixes. */
-static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused) {
+/* Whether a call is the one k_attention<false, 1 or 2> is compiled for: every field it fixes,
+ * and what its merge by the last blocks needs (at_finish<SPEC>): at least 2 heads a block (HG
+ * head groups) and PMERGE >= 2. gcu_attn_launch checks the rest, every working block resident. */
+static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused, int HG) {
     return (c->spec == 1 || c->spec == 2) && fused && c->T == 1 && c->D == 128 && c->Hkv > 0 &&
-           c->H / c->Hkv <= 16 && !c->kv32 && !c->few && !c->warm &&
-           !c->diag_twice && c->mma && c->pack && !c->fence_sc && !c->flag_wait && !c->flag_arrive &&
-           c->f == NULL;
+           c->H / c->Hkv <= 16 && c->H / c->Hkv / HG >= 2 && c->pmerge >= 2 && !c->kv32 && !c->few &&
+           !c->warm && !c->diag_twice && c->mma && c->pack && !c->fence_sc && !c->flag_wait &&
+           !c->flag_arrive && c->f == NULL;
 }
 
 extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaStream_t st,
@@ -991,17 +994,13 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (ist != GLIM_OK) return ist;
     gcu_attn_call a = *c;
     a.hgroups = HG;
-    a.mma = c->mma != 0; /* 2 is the decode instance's own constant (k_attention<.., 2>) */
     /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
-    /* the decode instance merges by the last blocks always (at_finish<1>): at least 2 heads a
-     * block, PMERGE >= 2 and every working block resident at once (at_plan's per > 0) */
-    bool spec = lean && gcu_attn_spec_fits(c, fused) && G / HG >= 2 && c->pmerge >= 2;
+    /* the decode instance merges by the last blocks always: every working block must be
+     * resident at once (at_plan's per > 0) */
     const void *fn = c->spec == 2 ? (const void *)k_attention<false, 2> : (const void *)k_attention<false, 1>;
-    if (spec) {
-        a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1);
-        spec = a.resident >= c->Hkv * HG;
-    }
+    bool spec = lean && gcu_attn_spec_fits(c, fused, HG);
+    if (spec) spec = (a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1)) >= c->Hkv * HG;
     if (!spec) {
         fn = lean ? (const void *)k_attention<false, 0> : (const void *)k_attention<true, 0>;
         a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1); /* 0: no cap */

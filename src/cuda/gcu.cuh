@@ -365,7 +365,8 @@ typedef struct gcu_attn_call {
     int lean;                  /* without warm or diag_twice: the kernel instance that has no
                                   extra passes compiled in (opt.att_lean); the same outputs */
     int spec;                  /* decode: the instance specialised to the 30B's decode (opt.att_spec,
-                                  where gcu_attn_launch finds the call fits it); the same outputs */
+                                  where gcu_attn_launch finds the call fits it): 1 the same
+                                  outputs, 2 the few-key splits on the tensor cores too */
     /* GLIM_CUDA_FLAG_WAIT, decode (fused, T = 1) only: as gcu_dmv_call's. Every block of the grid
      * (gcu_attn_blocks) arrives on flag_arrive at its end, the empty ones too; the working
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
