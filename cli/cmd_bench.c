@@ -400,9 +400,9 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
     v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
     v[nv].name = "span-major on a block per SM (or per row block), the shares of row blocks uneven (GLIM_CUDA_SPAN_EVEN=0: the default before session 24)", v[nv].o = base, v[nv++].o.span_even = 0;
-    v[nv].name = "span-major with one row block per ring slot for every product (GLIM_CUDA_SPAN_TWO=0: the default before session 28)", v[nv].o = base, v[nv++].o.span_two = 0;
+    v[nv].name = "span-major with qkvg and down on two row blocks per ring slot, their whole ring requested before the PDL wait (GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_SPAN_LATE=6: the default from session 28 to 33; two kernel instances a layer)", v[nv].o = base, v[nv].o.span_two = 9, v[nv++].o.span_late = 6;
     v[nv].name = "span-major with the whole ring requested before the PDL wait for every product (GLIM_CUDA_SPAN_LATE=0: the default before session 28)", v[nv].o = base, v[nv++].o.span_late = 0;
-    v[nv].name = "span-major with two row blocks per ring slot for o_proj too (GLIM_CUDA_SPAN_TWO=11: its deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv++].o.span_two = 11;
+    v[nv].name = "span-major with two row blocks per ring slot for qkvg, down and o_proj (GLIM_CUDA_SPAN_TWO=11 GLIM_CUDA_SPAN_LATE=4: o_proj's deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv].o.span_two = 11, v[nv++].o.span_late = 4;
     v[nv].name = "span-major down on at most 84 blocks (5 row blocks each), 48 SMs free for the next qkvg (GLIM_CUDA_SPAN_BLOCKS_DOWN=84)", v[nv].o = base, v[nv++].o.span_blocks[3] = 84;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */

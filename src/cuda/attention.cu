@@ -578,6 +578,7 @@ __device__ __forceinline__ void at_softmax_reset(const AtSmem &sm, int G) {
  * last split's blocks also the newest k and v, which head group 0 writes to the cache unless
  * !store), the running max and sum reset, and on the tensor cores q's fragments. Ends past a
  * barrier. */
+template <int SPEC>
 __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
                                            const float *row, int fused, const GcuRope &rope, bool mma,
                                            bool store) {
@@ -585,11 +586,11 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
     if (fused) {
         const bool rp = a.inv_freq != NULL;
         for (int h = warp; h < G; h += AT_WARPS)
-            gcu_prep_head_at(row + (size_t)(r.head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
+            gcu_prep_head_at<SPEC != 0>(row + (size_t)(r.head0 + h) * D, sm.qs + h * D, D, a.eps, a.qk_scale, rope, rp, lane);
         if (r.sp == r.nsp - 1 && warp == AT_WARPS - 1) {
             /* the newest key and value: head group 0 writes them to the cache; every block of
              * the last split keeps its own copy, rounded as the cache stores it */
-            gcu_prep_head_at(row + (size_t)a.H * D + (size_t)r.kvh * D, sm.kbuf, D, a.eps, 1.0f, rope, rp, lane);
+            gcu_prep_head_at<SPEC != 0>(row + (size_t)a.H * D + (size_t)r.kvh * D, sm.kbuf, D, a.eps, 1.0f, rope, rp, lane);
             size_t slot = (size_t)(r.pos % a.R);
             const float *v = row + (size_t)(a.H + a.Hkv) * D + (size_t)r.kvh * D;
             for (int d = lane; d < D; d += 32) {
@@ -768,7 +769,9 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
         }
         gcu_fence_gpu(a.fence_sc);
     }
-    float *out = sm.qs; /* q is no longer needed: the gated output goes here */
+    /* q is no longer needed: the gated output goes here for the staging below (has_f; the
+     * decode instance stages nothing) */
+    float *out = SPEC ? NULL : sm.qs;
     if (nsp > 1) at_merge(a.part + (size_t)grp * a.nsplit * pstride, pstride, sm, G, D, nsp, o);
 #pragma unroll
     for (int c = 0; c < AT_MAXC; c++) {
@@ -851,7 +854,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
         }
         if (pass < 2) {
-            at_prepare(a, sm, rr, row, fused, rope, mma, pass == 1);
+            at_prepare<SPEC>(a, sm, rr, row, fused, rope, mma, pass == 1);
             /* GLIM_CUDA_ATT_TRIG=2: o_proj's blocks, whose rings stream weights as they start,
              * launch only now, off the q preparation's loads (session 23: its third ring slot
              * made that phase 1 us longer) */

@@ -186,10 +186,10 @@ typedef struct gcu_options {
     int span_late;  /* the products (mask as span) whose one-row span kernel requests only its
                        ring's first slot before the PDL wait, the rest after the prologue: for
                        o_proj, half the bytes requested while attention runs, which slow
-                       attention's first pass (RESULTS v30) (GLIM_CUDA_SPAN_LATE, 6: o_proj and
-                       gate/up, +0.5 / +0.75 / +0.65 % at ctx 0 / 4k / 32k on an H100, ahead in
-                       all 5 rounds at every context; attention's step 9.7 -> 8.6 us; o_proj
-                       alone ~0, gate/up alone -0.45 %; session 28) */
+                       attention's first pass (RESULTS v30) (GLIM_CUDA_SPAN_LATE; 6, o_proj and
+                       gate/up, in sessions 28-33: +0.5 / +0.75 / +0.65 % at ctx 0 / 4k / 32k
+                       on an H100; 15 since session 34, with span_two 0: one kernel instance a
+                       layer, +0.3-1 % at ctx 0, RESULTS v36) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs

@@ -33,11 +33,13 @@
  * default; the last of a pair may have one), so that the wait, the refill and the loop's other
  * bookkeeping per chunk, about half of a no-bytes chunk of one row block (RESULTS v29), are paid
  * once per two (qkvg's loop 12.2 -> 10.9 us, down's 25.9 -> 23.6 on an H100; +0.3 % a token,
- * session 28). The ring is requested before the PDL wait as in k_dmv_tma; with two row blocks a
- * slot its 2 slots hold twice the bytes, which cost attention 2 us a layer where o_proj did it.
- * LATE (GLIM_CUDA_SPAN_LATE's products, o_proj and gate/up by default): only the first slot
- * before the wait, the others after the prologue; o_proj's early bytes slowed attention's cold
- * first pass over its tiles (5.3 -> 4.2 us with LATE; +0.5 % a token with gate/up's too).
+ * session 28; off by default since session 34, see LATE). The ring is requested before the PDL
+ * wait as in k_dmv_tma; with two row blocks a slot its 2 slots hold twice the bytes, which cost
+ * attention 2 us a layer where o_proj did it. LATE (GLIM_CUDA_SPAN_LATE's products, all four by
+ * default): only the first slot before the wait, the others after the prologue; o_proj's early bytes slowed attention's cold first pass over its
+ * tiles (5.3 -> 4.2 us with LATE; +0.5 % a token with gate/up's too, session 28), and with every
+ * product on this one instance its code stays warm from product to product (+0.3-1 % at ctx 0
+ * over qkvg and down on the two-row instance, session 34).
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.

@@ -25,7 +25,8 @@ __device__ __forceinline__ GcuRope gcu_rope_at(const float *inv_freq, int D, int
 }
 
 /* One warp: dst[0..D) (shared memory) = rope(norm(src) * mul), with rope's factors from
- * gcu_rope_at (has_rope false: no RoPE). */
+ * gcu_rope_at (has_rope false: no RoPE). W128: D is 128 (the caller knows it at compile time). */
+template <bool W128 = false>
 __device__ __forceinline__ void gcu_prep_head_at(const float *src, float *dst, int D, float eps, float mul,
                                                  const GcuRope &rope, bool has_rope, int lane) {
     float r[8]; /* D <= 256: all loads first, one memory round trip */
@@ -34,11 +35,31 @@ __device__ __forceinline__ void gcu_prep_head_at(const float *src, float *dst, i
     double ss = 0.0;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        if (lane + 32 * k < D) dst[lane + 32 * k] = r[k];
+        if (!W128 && lane + 32 * k < D) dst[lane + 32 * k] = r[k];
         ss += (double)r[k] * (double)r[k];
     }
     ss = gcu_warp_sum_d(ss);
     float inv = 1.0f / sqrtf((float)(ss / D) + eps);
+    if (W128) {
+        /* the model's width (decode attention's SPEC instance): a lane holds both
+         * halves of its rotation pairs (d and d + 64 are its k and k + 2), so the same products
+         * are taken in registers, without the two passes through dst and their syncwarps */
+        float x[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) x[k] = __fmul_rn(__fmul_rn(r[k], inv), mul);
+        if (has_rope) {
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                const float c = rope.c[k], s = rope.s[k], a = x[k], b = x[k + 2];
+                x[k] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
+                x[k + 2] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) dst[lane + 32 * k] = x[k];
+        __syncwarp();
+        return;
+    }
     __syncwarp();
     for (int d = lane; d < D; d += 32) dst[d] = __fmul_rn(__fmul_rn(dst[d], inv), mul);
     __syncwarp();
