@@ -323,14 +323,15 @@ static void bench_profile_prefill(gcu_session *s, int prompt, double bw, FILE *o
 
 /* The prefill row: a warm-up chunk, then an o->prompt-token prompt from position 0 in chunks of
  * 64 (the server's and the CLI's chunk). */
-static void bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *out) {
+/* 0, or -1 (said on stderr) when the prompt could not be run. */
+static int bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *out) {
     glim_error err = {0};
     int32_t *p = malloc(sizeof(int32_t) * o->prompt);
     float *lg = malloc(sizeof(float) * vocab);
     if (!p || !lg) {
         fprintf(stderr, "%s: prefill: out of memory\n", CMD);
         free(p), free(lg);
-        return;
+        return -1;
     }
     for (int i = 0; i < o->prompt; i++) p[i] = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
     gcu_forward(s, p, 32, 0, GLIM_LOGITS_NONE, NULL, &err);
@@ -344,6 +345,7 @@ static void bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *
     if (st != GLIM_OK) fprintf(stderr, "%s: prefill: %s\n", CMD, err.message);
     else emit(out, "| prefill %d tokens | %.1f | %.3f | | | |\n", o->prompt, o->prompt / dt, 1e3 * dt / o->prompt);
     free(p), free(lg);
+    return st == GLIM_OK ? 0 : -1;
 }
 
 /* --variants: decode at context 0 with one switch changed from the defaults per row (the
@@ -354,7 +356,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     glim_error err = {0};
     emit(out, "\ndecode @ ctx 0 with one switch changed:\n\n| variant | tok/s | GPU ms/token | fraction of floor |\n| --- | --- | --- | --- |\n");
     gcu_options base = gcu_options_default();
-    struct { const char *name; gcu_options o; } v[56];
+    struct { const char *name; gcu_options o; } v[64];
     int nv = 0;
     v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block on the fewest blocks with the same largest share; the head on k_dmv_tma's lean kernel, 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores in its lean instance, graph, PDL, o_proj launched after attention's q preparation)", v[nv++].o = base;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.fence_sc = 1;
@@ -402,6 +404,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major on a block per SM (or per row block), the shares of row blocks uneven (GLIM_CUDA_SPAN_EVEN=0: the default before session 24)", v[nv].o = base, v[nv++].o.span_even = 0;
     v[nv].name = "span-major with qkvg and down on two row blocks per ring slot, their whole ring requested before the PDL wait (GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_SPAN_LATE=6: the default from session 28 to 33; two kernel instances a layer)", v[nv].o = base, v[nv].o.span_two = 9, v[nv++].o.span_late = 6;
     v[nv].name = "span-major with the whole ring requested before the PDL wait for every product (GLIM_CUDA_SPAN_LATE=0: the default before session 28)", v[nv].o = base, v[nv++].o.span_late = 0;
+    v[nv].name = "span-major on the general instance, its diagnostics and timeline compiled in (GLIM_CUDA_SPAN_SPEC=0: the default before session 34)", v[nv].o = base, v[nv++].o.span_spec = 0;
     v[nv].name = "span-major with two row blocks per ring slot for qkvg, down and o_proj (GLIM_CUDA_SPAN_TWO=11 GLIM_CUDA_SPAN_LATE=4: o_proj's deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv].o.span_two = 11, v[nv++].o.span_late = 4;
     v[nv].name = "span-major down on at most 84 blocks (5 row blocks each), 48 SMs free for the next qkvg (GLIM_CUDA_SPAN_BLOCKS_DOWN=84)", v[nv].o = base, v[nv++].o.span_blocks[3] = 84;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
@@ -457,26 +460,33 @@ static int run_bench(const bench_opts *o) {
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"
               "| --- | --- | --- | --- | --- | --- |\n");
     if (o->profile) bench_profile(s, vocab, bw, out);
+    /* a measurement that could not be taken (said on stderr) makes the exit status 1, so that
+     * scripts comparing runs do not take a missing row for a result */
+    int failed = 0;
     for (int k = 0; k < 3; k++) {
         int pos = ctxs[k];
         if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
             fprintf(stderr, "%s: %s\n", CMD, err.message);
+            failed = 1;
             break;
         }
         decode_res r;
-        if (time_decode(s, m, vocab, pos, o->n_decode, bw, &r) != 0) break;
+        if (time_decode(s, m, vocab, pos, o->n_decode, bw, &r) != 0) {
+            failed = 1;
+            break;
+        }
         double floor_ms = (double)(wb + gcu_kv_bytes_read(m, pos + o->n_decode / 2)) / bw * 1e3;
         emit(out, "| decode @ ctx %d | %.1f | %.3f | %.3f | %.3f | %.1f%% |\n", pos, r.tok_s,
              1e3 / r.tok_s, r.gpu_ms, floor_ms, 100.0 * r.floor_frac);
         if (o->timeline) timeline_table(out, s, pos);
     }
-    if (o->prompt > 0) bench_prefill(s, vocab, o, out);
+    if (o->prompt > 0 && bench_prefill(s, vocab, o, out) != 0) failed = 1;
     if (o->prompt > 0 && o->profile) bench_profile_prefill(s, o->prompt, bw, out);
     gcu_session_free(s);
     s = NULL;
     if (o->hooks) bench_hooks(m, vocab, o, bw, out);
     if (o->variants) bench_variants(m, vocab, o, bw, out);
-    rc = 0;
+    rc = failed;
 done:
     if (s) gcu_session_free(s);
     if (gm) glim_model_close(gm);

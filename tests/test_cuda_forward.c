@@ -586,6 +586,26 @@ static void span_chunk_bits(void) {
                    wide.n_layers);
 }
 
+/* GLIM_CUDA_SPAN_SPEC=1 and =2 (the LATE instance with the stamps, the no-bytes diagnostic, the
+ * flag release and the fused staging compiled out, and with 2 the timeline) compile out only
+ * what the decode does not use: the same logits bit for bit as the general instance, on the
+ * wide model, every product on the LATE instance; and the instance must have run (its launch
+ * count: four products a layer). */
+static void span_spec_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_SPAN_SPEC", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_TWO",
+                                        "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                                        "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const off[] = {"0", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const one[] = {"1", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const two[] = {"2", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    const glim_synth_spec wide = switch_spec(1, 43);
+    switch_bits_of("span_spec1", wide, 2 * wide.sliding_window + 3, 10, names, off, one, gcu_dmv_spec_count,
+                   3 * wide.n_layers);
+    switch_bits_of("span_spec2", wide, 2 * wide.sliding_window + 3, 10, names, off, two, gcu_dmv_spec_count,
+                   3 * wide.n_layers);
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -857,6 +877,7 @@ int main(void) {
     RUN(span_loop);
     RUN(span_even_bits);
     RUN(span_chunk_bits);
+    RUN(span_spec_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
     char cmd[600];

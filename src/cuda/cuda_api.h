@@ -190,6 +190,10 @@ typedef struct gcu_options {
                        gate/up, in sessions 28-33: +0.5 / +0.75 / +0.65 % at ctx 0 / 4k / 32k
                        on an H100; 15 since session 34, with span_two 0: one kernel instance a
                        layer, +0.3-1 % at ctx 0, RESULTS v36) */
+    int span_spec;  /* that LATE instance with the profiling stamps, the no-bytes diagnostic,
+                       the flag release and the fused staging compiled out (1), and the timeline
+                       as well where it is off (2; with the timeline on, 1) (GLIM_CUDA_SPAN_SPEC,
+                       2 since session 34: +1.7-2.0 % on an H100, RESULTS v36) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -330,6 +334,8 @@ long gcu_dmv_even_count(void);
  * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
 long gcu_dmv_late_count(void);
+/* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC) */
+long gcu_dmv_spec_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

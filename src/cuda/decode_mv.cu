@@ -249,12 +249,14 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 20; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+    for (int k = 0; k < 28; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
                                      * (registers of two sizes, shared memory with 1 or 2 row blocks
-                                     * a chunk, or 1 and the late ring) */
+                                     * a chunk, or 1 and the late ring, the last also as SPEC 1, 2) */
         const int place = k >> 2;
-        const void *fn = dmv_span_kernel(2 << (k & 1), (k >> 1) & 1, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
-                                         place >= 2, place == 3 ? 2 : 1, place == 4);
+        const void *fn = place >= 5 ? dmv_span_spec_kernel(2 << (k & 1), (k >> 1) & 1, place - 4)
+                                    : dmv_span_kernel(2 << (k & 1), (k >> 1) & 1,
+                                                      place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL, place >= 2,
+                                                      place == 3 ? 2 : 1, place == 4);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -536,6 +538,11 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->flag_arrive = c->flag_arrive;
     d->flag_wait = c->flag_wait;
     d->flag_need = (unsigned)c->flag_need;
+    /* GLIM_CUDA_SPAN_SPEC: the LATE instance without what this call does not use (2 with the
+     * timeline on: 1, which keeps it) */
+    if (c->span_spec && d->span_warps && d->span_late && !d->stamps && !d->diag_ring && !d->flag_wait &&
+        !d->flag_arrive && !d->mv.fuse)
+        fn = dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, c->span_spec == 2 && !d->tl ? 2 : 1);
     *fn_out = fn;
     return GLIM_OK;
 }
@@ -568,6 +575,8 @@ static long two_count; /* of those, two row blocks a chunk (gcu_dmv_two_count) *
 extern "C" long gcu_dmv_two_count(void) { return two_count; }
 static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) */
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
+static long spec_count; /* of those, on its SPEC instance (gcu_dmv_spec_count) */
+extern "C" long gcu_dmv_spec_count(void) { return spec_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -586,6 +595,9 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_late && c->span_spec &&
+        (fn == dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, 1) || fn == dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, 2)))
+        spec_count++;
     return s;
 }
 

@@ -343,6 +343,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
  * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with
  * one row block a chunk in shared memory: one ring slot requested before the PDL wait) */
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late);
+const void *dmv_span_spec_kernel(int pps, int sbf32, int spec);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

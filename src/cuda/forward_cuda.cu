@@ -130,6 +130,10 @@ extern "C" gcu_options gcu_options_default(void) {
      * both (sessions 33-34), +0 to +0.7 % at 4k (bench/RESULTS.md v36) */
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
+    /* session 34 (H100, 4 rounds, alternating processes): 166.1 / 156.6 / 149.8 tok/s against
+     * 162.9 / 153.8 / 147.3 with the general instance (+2.0 / +1.8 / +1.7 %, ahead in every
+     * round); 1 (the timeline kept) 165.4 / 156.1 / 149.5 (RESULTS v36) */
+    o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 2);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -734,6 +738,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_rows = g->opt.span_rows;
     c.span_chunk = (g->opt.span_two & pb) ? 4 : 2;
     c.span_late = (g->opt.span_late & pb) != 0;
+    c.span_spec = g->opt.span_spec;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;

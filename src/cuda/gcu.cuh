@@ -252,8 +252,9 @@ typedef struct gcu_dmv_call {
      * (one); the decode sets it per product from GLIM_CUDA_SPAN_TWO */
     int span_chunk;
     /* span_late: with one row block a chunk and the sums in shared memory, the ring's first
-     * slot requested before the PDL wait and the rest after the prologue */
-    int span_late;
+     * slot requested before the PDL wait and the rest after the prologue; span_spec: that
+     * instance with the diagnostics compiled out (1), the timeline too (2) */
+    int span_late, span_spec;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
