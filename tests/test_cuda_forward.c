@@ -586,8 +586,9 @@ static void span_chunk_bits(void) {
                    wide.n_layers);
 }
 
-/* GLIM_CUDA_SPAN_SPEC=1 and =2 (the LATE instance with the stamps, the no-bytes diagnostic, the
- * flag release and the fused staging compiled out, and with 2 the timeline) compile out only
+/* GLIM_CUDA_SPAN_SPEC=1, 2 and 3 (the LATE instance with the stamps, the no-bytes diagnostic, the
+ * flag release and the fused staging compiled out, with 2 the timeline, with 3 the norm's scale
+ * before the loop and the softcap epilogue too) compile out only
  * what the decode does not use: the same logits bit for bit as the general instance, on the
  * wide model, every product on the LATE instance; and the instance must have run (its launch
  * count: four products a layer). */
@@ -599,10 +600,13 @@ static void span_spec_bits(void) {
     static const char *const off[] = {"0", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
     static const char *const one[] = {"1", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
     static const char *const two[] = {"2", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const three[] = {"3", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
     const glim_synth_spec wide = switch_spec(1, 43);
     switch_bits_of("span_spec1", wide, 2 * wide.sliding_window + 3, 10, names, off, one, gcu_dmv_spec_count,
                    3 * wide.n_layers);
     switch_bits_of("span_spec2", wide, 2 * wide.sliding_window + 3, 10, names, off, two, gcu_dmv_spec_count,
+                   3 * wide.n_layers);
+    switch_bits_of("span_spec3", wide, 2 * wide.sliding_window + 3, 10, names, off, three, gcu_dmv_spec_count,
                    3 * wide.n_layers);
 }
 

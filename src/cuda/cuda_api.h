@@ -192,8 +192,10 @@ typedef struct gcu_options {
                        layer, +0.3-1 % at ctx 0, RESULTS v36) */
     int span_spec;  /* that LATE instance with the profiling stamps, the no-bytes diagnostic,
                        the flag release and the fused staging compiled out (1), and the timeline
-                       as well where it is off (2; with the timeline on, 1) (GLIM_CUDA_SPAN_SPEC,
-                       2 since session 34: +1.7-2.0 % on an H100, RESULTS v36) */
+                       as well where it is off (2; with the timeline on, 1), and the norm's
+                       scale before the loop and the softcap epilogue too (3) (GLIM_CUDA_SPAN_SPEC,
+                       3 since session 34: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %,
+                       RESULTS v36) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs

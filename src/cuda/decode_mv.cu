@@ -249,9 +249,9 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 28; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+    for (int k = 0; k < 32; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
                                      * (registers of two sizes, shared memory with 1 or 2 row blocks
-                                     * a chunk, or 1 and the late ring, the last also as SPEC 1, 2) */
+                                     * a chunk, or 1 and the late ring, the last also as SPEC 1-3) */
         const int place = k >> 2;
         const void *fn = place >= 5 ? dmv_span_spec_kernel(2 << (k & 1), (k >> 1) & 1, place - 4)
                                     : dmv_span_kernel(2 << (k & 1), (k >> 1) & 1,
@@ -541,8 +541,14 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     /* GLIM_CUDA_SPAN_SPEC: the LATE instance without what this call does not use (2 with the
      * timeline on: 1, which keeps it) */
     if (c->span_spec && d->span_warps && d->span_late && !d->stamps && !d->diag_ring && !d->flag_wait &&
-        !d->flag_arrive && !d->mv.fuse)
-        fn = dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, c->span_spec == 2 && !d->tl ? 2 : 1);
+        !d->flag_arrive && !d->mv.fuse) {
+        /* 3 also needs the norm's scale after the loop exactly where there is a row, and no
+         * softcap; 2 and 3 without the timeline */
+        int spec = c->span_spec;
+        if (spec == 3 && (d->late_norm != (d->pro != GCU_PRO_RAW) || d->mv.epi == GCU_EPI_SOFTCAP)) spec = 2;
+        if (spec >= 2 && d->tl) spec = 1;
+        fn = dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, spec);
+    }
     *fn_out = fn;
     return GLIM_OK;
 }
@@ -596,7 +602,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late && c->span_spec &&
-        (fn == dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, 1) || fn == dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, 2)))
+        fn != dmv_span_kernel(c->m->f.pps, c->m->sbf32, 0, 1, 1, 1))
         spec_count++;
     return s;
 }

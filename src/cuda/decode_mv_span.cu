@@ -378,7 +378,8 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 }
 
 /* SPEC (GLIM_CUDA_SPAN_SPEC, the LATE instance only): the profiling stamps, the no-bytes
- * diagnostic, the flag release and the fused staging compiled out (1), and the timeline too (2),
+ * diagnostic, the flag release and the fused staging compiled out (1), the timeline too (2), and
+ * the norm's scale before the loop and the softcap epilogue as well (3),
  * so that the run path does not jump over their inlined code at every turn: a taken jump to a
  * line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
  * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
@@ -393,7 +394,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         c.flag_wait = NULL;
         c.flag_arrive = NULL;
         c.mv.fuse = 0;
-        if (SPEC == 2) c.tl = NULL;
+        if (SPEC >= 2) c.tl = NULL;
+        if (SPEC == 3) {
+            /* the host checks both: the consumer norm's scale after the loop exactly where there
+             * is a row (so one test serves both), and no softcap (the head's, not this kernel's) */
+            c.late_norm = c.pro != GCU_PRO_RAW;
+            c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
+        }
         span_body<PPS, SBF32, RB, RPC, LATE>(c);
     }
 }
@@ -412,7 +419,9 @@ static const void *span_pick(int pps, int sbf32) {
 /* The LATE instance with SPEC 1 or 2 (k_dmv_span's SPEC), for a call whose plan took the LATE
  * instance and uses none of what SPEC compiles out (the host checks). */
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec) {
-    return spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32) : span_pick<0, 1, true, 1>(pps, sbf32);
+    return spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
+         : spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32)
+                     : span_pick<0, 1, true, 1>(pps, sbf32);
 }
 
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {

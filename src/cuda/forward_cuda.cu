@@ -130,10 +130,12 @@ extern "C" gcu_options gcu_options_default(void) {
      * both (sessions 33-34), +0 to +0.7 % at 4k (bench/RESULTS.md v36) */
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
-    /* session 34 (H100, 4 rounds, alternating processes): 166.1 / 156.6 / 149.8 tok/s against
+    /* session 34 (H100, 4 rounds, alternating processes): 2 166.1 / 156.6 / 149.8 tok/s against
      * 162.9 / 153.8 / 147.3 with the general instance (+2.0 / +1.8 / +1.7 %, ahead in every
-     * round); 1 (the timeline kept) 165.4 / 156.1 / 149.5 (RESULTS v36) */
-    o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 2);
+     * round); 1 (the timeline kept) 165.4 / 156.1 / 149.5; 3 against 2 in two calls (3 + 4
+     * rounds): +0.9 / +1.1 / +1.1 % and +0.5 / +0.6 / +0.4 %, ahead at ctx 0 in all 7 rounds
+     * (RESULTS v36) */
+    o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 3);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
