@@ -30,7 +30,7 @@ for k in ${NCU_TARGETS:-qkvg k_dmv 22;oproj k_dmv 23;attn k_attention 6}; do
     ncu -i "$OUT/$1.ncu-rep" --page source --print-source cuda --csv >"$OUT/$1_cuda.csv" 2>&1
     ncu -i "$OUT/$1.ncu-rep" --page details --print-details all >"$OUT/$1_details.txt" 2>&1
     rm -f "$OUT/$1.ncu-rep"
-    python3 bench/sass_profile.py "$OUT/$1_sass.csv" >"$OUT/$1_profile.md" 2>&1
+    python3 bench/sass_profile.py "$OUT/$1_sass.csv" --skips 20 >"$OUT/$1_profile.md" 2>&1
     echo "$1: $(wc -l <"$OUT/$1_sass.csv") sass lines, $(grep -c . "$OUT/$1_details.txt") detail lines; $(head -1 "$OUT/$1_profile.md" | sed 's/^[^:]*: //')"
 done
 # NCU_TAR=1: everything above in one tarball, $OUT/ncu_stalls.tgz (the device tool brings back

@@ -13,7 +13,14 @@ adds the totals of the static instructions A..B-1 (indices as printed), e.g. one
 with the samples' reasons (long_sb: a global or shared-memory-barrier wait, e.g. an mbarrier's
 phase; wait: a fixed-latency dependency; short_sb: shared memory; barrier: __syncthreads).
 
-Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...]"""
+--skips N lists the run path's skipped stretches: runs of instructions that never ran lying
+between instructions that did, i.e. inlined code the launch jumped over (bench/icache_probe.cu,
+session 34: each such jump to a line not in the SM's instruction caches costs ~170 cycles from L2
+and ~300 from DRAM, where straight-line code costs nothing cold). It prints their count, the
+N longest, and how many are longer than a 128-byte line; the fewer the better for a kernel that
+runs once a layer.
+
+Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...] [--skips N]"""
 import argparse
 import collections
 import csv
@@ -58,6 +65,7 @@ def main():
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--range", action="append", default=[])
+    ap.add_argument("--skips", type=int, default=0)
     a = ap.parse_args()
     ins = load(a.csv)
     tot = sum(x[1] for x in ins) or 1
@@ -88,6 +96,36 @@ def main():
         why = sum((x[3] for x in part), collections.Counter())
         print(f"\nrange {lo}:{hi}: {n} warp instructions ({100 * n / tot:.1f} %), {s} samples "
               f"({100 * s / stot:.1f} %); reasons: {top_reasons(why, 7)}")
+    if a.skips:
+        print_skips(ins, a.skips)
+
+
+def skipped_stretches(counts):
+    """(first index, length) of each run of never-executed instructions with executed ones on
+    both sides: code inlined among the run path and jumped over."""
+    out, i, n = [], 0, len(counts)
+    while i < n:
+        if counts[i] == 0 and i > 0 and counts[i - 1] > 0:
+            j = i
+            while j < n and counts[j] == 0:
+                j += 1
+            if j < n:
+                out.append((i, j - i))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def print_skips(ins, k):
+    sk = skipped_stretches([x[1] for x in ins])
+    longer = sum(1 for _, n in sk if n * 16 > 128)
+    print(f"\nskipped stretches on the run path: {len(sk)} ({longer} longer than a 128-byte line), "
+          f"{sum(n for _, n in sk)} instructions jumped over")
+    print("\n| first index | instructions | bytes | the instruction before (ran) |")
+    print("| --- | --- | --- | --- |")
+    for i, n in sorted(sk, key=lambda x: -x[1])[:k]:
+        print(f"| {i} | {n} | {16 * n} | `{ins[i - 1][0][:60]}` |")
 
 
 if __name__ == "__main__":
