@@ -322,8 +322,7 @@ static void bench_profile_prefill(gcu_session *s, int prompt, double bw, FILE *o
 }
 
 /* The prefill row: a warm-up chunk, then an o->prompt-token prompt from position 0 in chunks of
- * 64 (the server's and the CLI's chunk). */
-/* 0, or -1 (said on stderr) when the prompt could not be run. */
+ * 64 (the server's and the CLI's chunk). 0, or -1 (said on stderr) when it could not be run. */
 static int bench_prefill(gcu_session *s, int vocab, const bench_opts *o, FILE *out) {
     glim_error err = {0};
     int32_t *p = malloc(sizeof(int32_t) * o->prompt);

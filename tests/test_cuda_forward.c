@@ -598,16 +598,17 @@ static void span_spec_bits(void) {
                                         "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
                                         "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
     static const char *const off[] = {"0", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const one[] = {"1", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const two[] = {"2", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const three[] = {"3", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const levels[] = {"1", "2", "3"};
     const glim_synth_spec wide = switch_spec(1, 43);
-    switch_bits_of("span_spec1", wide, 2 * wide.sliding_window + 3, 10, names, off, one, gcu_dmv_spec_count,
-                   3 * wide.n_layers);
-    switch_bits_of("span_spec2", wide, 2 * wide.sliding_window + 3, 10, names, off, two, gcu_dmv_spec_count,
-                   3 * wide.n_layers);
-    switch_bits_of("span_spec3", wide, 2 * wide.sliding_window + 3, 10, names, off, three, gcu_dmv_spec_count,
-                   3 * wide.n_layers);
+    for (int i = 0; i < 3; i++) {
+        const char *on[10]; /* off but for the level */
+        memcpy(on, off, sizeof on);
+        on[0] = levels[i];
+        char name[32];
+        snprintf(name, sizeof name, "span_spec%s", levels[i]);
+        switch_bits_of(name, wide, 2 * wide.sliding_window + 3, 10, names, off, on, gcu_dmv_spec_count,
+                       3 * wide.n_layers);
+    }
 }
 
 static void att_pass_bits(void) {

@@ -36,10 +36,11 @@
  * session 28; off by default since session 34, see LATE). The ring is requested before the PDL
  * wait as in k_dmv_tma; with two row blocks a slot its 2 slots hold twice the bytes, which cost
  * attention 2 us a layer where o_proj did it. LATE (GLIM_CUDA_SPAN_LATE's products, all four by
- * default): only the first slot before the wait, the others after the prologue; o_proj's early bytes slowed attention's cold first pass over its
- * tiles (5.3 -> 4.2 us with LATE; +0.5 % a token with gate/up's too, session 28), and with every
- * product on this one instance its code stays warm from product to product (+0.3-1 % at ctx 0
- * over qkvg and down on the two-row instance, session 34).
+ * default): only the first slot before the wait, the others after the prologue; o_proj's early
+ * bytes slowed attention's cold first pass over its tiles (5.3 -> 4.2 us with LATE; +0.5 % a
+ * token with gate/up's too, session 28), and with every product on this one instance its code
+ * stays warm from product to product (+0.3-1 % at ctx 0 over qkvg and down on the two-row
+ * instance, session 34).
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
@@ -379,10 +380,10 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 
 /* SPEC (GLIM_CUDA_SPAN_SPEC, the LATE instance only): the profiling stamps, the no-bytes
  * diagnostic, the flag release and the fused staging compiled out (1), the timeline too (2), and
- * the norm's scale before the loop and the softcap epilogue as well (3),
- * so that the run path does not jump over their inlined code at every turn: a taken jump to a
- * line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
- * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
+ * the norm's scale before the loop and the softcap epilogue as well (3), so that the run path
+ * does not jump over their inlined code at every turn: a taken jump to a line not in the SM's
+ * instruction caches cost ~170 cycles from L2 and ~300 from DRAM in bench/icache_probe.cu, where
+ * straight-line code ran as fast cold as warm. */
 template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     if constexpr (SPEC == 0) {
@@ -416,8 +417,8 @@ static const void *span_pick(int pps, int sbf32) {
     return NULL;
 }
 
-/* The LATE instance with SPEC 1 or 2 (k_dmv_span's SPEC), for a call whose plan took the LATE
- * instance and uses none of what SPEC compiles out (the host checks). */
+/* The LATE instance with SPEC 1, 2 or 3 (k_dmv_span's SPEC), for a call whose plan took the LATE
+ * instance and uses none of what that SPEC compiles out (dmv_plan checks). */
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec) {
     return spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
          : spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32)

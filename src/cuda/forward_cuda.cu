@@ -122,19 +122,13 @@ extern "C" gcu_options gcu_options_default(void) {
      * (3 processes each; +1.9, +2.1, +2.7 % in the others), +1.1 % at 4k and 32k; down's 416
      * row blocks on 104 blocks of 4 leave 28 SMs on which the next qkvg starts ~27 us early */
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 15);
-    /* session 34: every product on the one-row LATE instance (TWO 0, LATE 15) rather than qkvg
-     * and down on the two-row one (TWO 9, LATE 6, session 28's defaults): one span-kernel
-     * instance a layer, so its code is warm in the instruction cache at every product. qkvg's
-     * and down's loops are ~1 and ~2 us longer, but attention's tiles ~0.3 us shorter and down's
-     * wait and prologue ~1.9 us shorter: +0.3 to +1.0 % at ctx 0 in all five H100 calls that ran
-     * both (sessions 33-34), +0 to +0.7 % at 4k (bench/RESULTS.md v36) */
+    /* session 34: every product on the one-row LATE instance, not qkvg and down on the two-row
+     * one (TWO 9, LATE 6): one instance a layer, its code warm at every product; +0.3 to +1.0 %
+     * at ctx 0 in all six H100 calls that ran both (RESULTS v36) */
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
-    /* session 34 (H100, 4 rounds, alternating processes): 2 166.1 / 156.6 / 149.8 tok/s against
-     * 162.9 / 153.8 / 147.3 with the general instance (+2.0 / +1.8 / +1.7 %, ahead in every
-     * round); 1 (the timeline kept) 165.4 / 156.1 / 149.5; 3 against 2 in two calls (3 + 4
-     * rounds): +0.9 / +1.1 / +1.1 % and +0.5 / +0.6 / +0.4 %, ahead at ctx 0 in all 7 rounds
-     * (RESULTS v36) */
+    /* session 34 (H100, alternating processes): 2 against 0 +2.0 / +1.8 / +1.7 %, ahead in every
+     * round; 3 against 2 +0.5-1.1 %, ahead at ctx 0 in all 7 rounds (RESULTS v36) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 3);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
