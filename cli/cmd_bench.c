@@ -405,6 +405,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major with the whole ring requested before the PDL wait for every product (GLIM_CUDA_SPAN_LATE=0: the default before session 28)", v[nv].o = base, v[nv++].o.span_late = 0;
     v[nv].name = "span-major on the general instance, its diagnostics and timeline compiled in (GLIM_CUDA_SPAN_SPEC=0: the default before session 34)", v[nv].o = base, v[nv++].o.span_spec = 0;
     v[nv].name = "span-major on the instance without its diagnostics and timeline, the norm's scale and softcap paths kept (GLIM_CUDA_SPAN_SPEC=2)", v[nv].o = base, v[nv++].o.span_spec = 2;
+    v[nv].name = "span-major on the instance with the front-owner shares and the inputs' scalar load path kept (GLIM_CUDA_SPAN_SPEC=3: the default in session 34)", v[nv].o = base, v[nv++].o.span_spec = 3;
     v[nv].name = "span-major with two row blocks per ring slot for qkvg, down and o_proj (GLIM_CUDA_SPAN_TWO=11 GLIM_CUDA_SPAN_LATE=4: o_proj's deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv].o.span_two = 11, v[nv++].o.span_late = 4;
     v[nv].name = "span-major down on at most 84 blocks (5 row blocks each), 48 SMs free for the next qkvg (GLIM_CUDA_SPAN_BLOCKS_DOWN=84)", v[nv].o = base, v[nv++].o.span_blocks[3] = 84;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode

@@ -586,21 +586,22 @@ static void span_chunk_bits(void) {
                    wide.n_layers);
 }
 
-/* GLIM_CUDA_SPAN_SPEC=1, 2 and 3 (the LATE instance with the stamps, the no-bytes diagnostic, the
- * flag release and the fused staging compiled out, with 2 the timeline, with 3 the norm's scale
- * before the loop and the softcap epilogue too) compile out only
- * what the decode does not use: the same logits bit for bit as the general instance, on the
- * wide model, every product on the LATE instance; and the instance must have run (its launch
- * count: four products a layer). */
+/* GLIM_CUDA_SPAN_SPEC=1, 2, 3 and 4 (the LATE instance with the stamps, the no-bytes diagnostic,
+ * the flag release and the fused staging compiled out, with 2 the timeline, with 3 the norm's
+ * scale before the loop and the softcap epilogue too, with 4 the uneven shares and the inputs'
+ * scalar loads too) compile out only what the decode does not use: the same logits bit for bit
+ * as the general instance, on the wide model (K 512 and 1408: whole spans, down's 11 odd, so
+ * some warps end on one span), every product on the LATE instance; and the instance must have
+ * run at the level asked for (its launch count: four products a layer). */
 static void span_spec_bits(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_SPAN_SPEC", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_TWO",
                                         "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
                                         "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
     static const char *const off[] = {"0", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const levels[] = {"1", "2", "3"};
+    static const char *const levels[] = {"1", "2", "3", "4"};
     const glim_synth_spec wide = switch_spec(1, 43);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         const char *on[10]; /* off but for the level */
         memcpy(on, off, sizeof on);
         on[0] = levels[i];

@@ -193,9 +193,9 @@ typedef struct gcu_options {
     int span_spec;  /* that LATE instance with the profiling stamps, the no-bytes diagnostic,
                        the flag release and the fused staging compiled out (1), and the timeline
                        as well where it is off (2; with the timeline on, 1), and the norm's
-                       scale before the loop and the softcap epilogue too (3) (GLIM_CUDA_SPAN_SPEC,
-                       3 since session 34: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %,
-                       RESULTS v36) */
+                       scale before the loop and the softcap epilogue too (3), the uneven
+                       shares and the inputs' scalar loads too (4) (GLIM_CUDA_SPAN_SPEC, 4 since
+                       session 35: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %, RESULTS v36-v37) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -336,7 +336,8 @@ long gcu_dmv_even_count(void);
  * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
 long gcu_dmv_late_count(void);
-/* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC) */
+/* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC), at the level
+ * asked for (a call that falls back to a lower level is not counted) */
 long gcu_dmv_spec_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);

@@ -249,9 +249,9 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 32; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+    for (int k = 0; k < 36; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
                                      * (registers of two sizes, shared memory with 1 or 2 row blocks
-                                     * a chunk, or 1 and the late ring, the last also as SPEC 1-3) */
+                                     * a chunk, or 1 and the late ring, the last also as SPEC 1-4) */
         const int place = k >> 2;
         const void *fn = place >= 5 ? dmv_span_spec_kernel(2 << (k & 1), (k >> 1) & 1, place - 4)
                                     : dmv_span_kernel(2 << (k & 1), (k >> 1) & 1,
@@ -540,14 +540,22 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     d->flag_need = (unsigned)c->flag_need;
     /* GLIM_CUDA_SPAN_SPEC: the LATE instance without what this call does not use (2 with the
      * timeline on: 1, which keeps it) */
+    d->span_spec_run = 0;
     if (c->span_spec && d->span_warps && d->span_late && !d->stamps && !d->diag_ring && !d->flag_wait &&
         !d->flag_arrive && !d->mv.fuse) {
-        /* 3 also needs the norm's scale after the loop exactly where there is a row, and no
-         * softcap; 2 and 3 without the timeline */
+        /* 4 needs the leftover row blocks on the first owners, and every item of the input 8
+         * values in range at a 16-byte boundary (4-bit: an item is 8 of a span's 128 columns;
+         * span_pair_values); 3 the norm's scale after the loop exactly where there is a row, and
+         * no softcap; 2, 3 and 4 no timeline */
         int spec = c->span_spec;
-        if (spec == 3 && (d->late_norm != (d->pro != GCU_PRO_RAW) || d->mv.epi == GCU_EPI_SOFTCAP)) spec = 2;
+        const gcu_xfmt *f = &c->m->f;
+        if (spec == 4 && (!d->front || f->kind != GCU_KIND_Q || f->bits != 4 ||
+                          (long long)d->K != 128LL * d->mv.nspan || ((uintptr_t)d->src & 15)))
+            spec = 3;
+        if (spec >= 3 && (d->late_norm != (d->pro != GCU_PRO_RAW) || d->mv.epi == GCU_EPI_SOFTCAP)) spec = 2;
         if (spec >= 2 && d->tl) spec = 1;
-        fn = dmv_span_spec_kernel(c->m->f.pps, c->m->sbf32, spec);
+        fn = dmv_span_spec_kernel(f->pps, c->m->sbf32, spec);
+        d->span_spec_run = spec;
     }
     *fn_out = fn;
     return GLIM_OK;
@@ -581,7 +589,7 @@ static long two_count; /* of those, two row blocks a chunk (gcu_dmv_two_count) *
 extern "C" long gcu_dmv_two_count(void) { return two_count; }
 static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) */
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
-static long spec_count; /* of those, on its SPEC instance (gcu_dmv_spec_count) */
+static long spec_count; /* of those, on its SPEC instance at the level asked for (gcu_dmv_spec_count) */
 extern "C" long gcu_dmv_spec_count(void) { return spec_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
@@ -601,9 +609,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_late && c->span_spec &&
-        fn != dmv_span_kernel(c->m->f.pps, c->m->sbf32, 0, 1, 1, 1))
-        spec_count++;
+    if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) spec_count++;
     return s;
 }
 

@@ -82,6 +82,8 @@ struct DmvArgs {
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_late;    /* host's note: the LATE instance (GLIM_CUDA_SPAN_LATE; gcu_dmv_late_count) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
+    int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
+                        * where the call needs more of the general one), 0 off it */
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

@@ -96,12 +96,30 @@ __device__ __forceinline__ void span_chunk(const SpanWork &w, int p, int item, i
 
 /* The 8 input values of this lane's item for the pair of spans from s (lanes 16..31: span s + 1,
  * zeros past the warp's spans): from the normed row in shared memory, or (RAW) the previous
- * kernel's output in global memory. */
+ * kernel's output in global memory. WHOLE (SPAN_SPEC 4): the host checked that every item is 8
+ * values in range at a 16-byte boundary (4-bit, K = 128 nspan, an aligned input), so the lanes
+ * past the warp's spans load their item of span s and take zeros, and no lane takes the scalar
+ * path: the run path jumps over neither. */
+template <bool WHOLE>
 __device__ __forceinline__ void span_pair_values(const DmvArgs &d, const float *row, int s, int sB, int lane,
                                                  float *v) {
     int ow = 0;
     const int e = dmv_item(d.f, s * 16 + lane, &ow);
-    if (s + (lane >> 4) >= sB) {
+    if constexpr (WHOLE) {
+        const bool in = s + (lane >> 4) < sB;
+        const float *p = (row ? row : d.src) + (in ? e : e - 128);
+        float4 x, y;
+        if (row) {
+            x = *(const float4 *)p;
+            y = *(const float4 *)(p + 4);
+        } else {
+            x = __ldcg((const float4 *)p);
+            y = __ldcg((const float4 *)(p + 4));
+        }
+        const float z[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = in ? z[k] : 0.0f;
+    } else if (s + (lane >> 4) >= sB) {
 #pragma unroll
         for (int k = 0; k < 8; k++) v[k] = 0.0f;
     } else if (row) {
@@ -132,7 +150,7 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
  * instance, which gate/up runs, 0.9 us a layer slower, more than the two-row chunks gave the
  * other products. LATE: the ring's first slot before the PDL wait, the rest after the prologue
  * (GLIM_CUDA_SPAN_LATE's products, with one row block a chunk). */
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE>
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC>
 __device__ __forceinline__ void span_body(const DmvArgs &d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -200,6 +218,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         return true;
     };
     if (lane == 0) {
+        /* (not unrolled: its 4-fold copy, ~300 instructions, was jumped over at every launch
+         * with S < 4, a cold line before the first request; ncu, session 35) */
+#pragma unroll 1
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
         gcu_mbar_init_fence();
         /* LATE (GLIM_CUDA_SPAN_LATE's products): one slot before the wait, half the bytes
@@ -220,7 +241,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
     /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
      * nothing before the loop, each warp reads its own spans from global memory */
-    if (rows) tma_rows(d, m, scratch, wa, wo);
+    if (rows) tma_rows<SPEC >= 3 ? 1 : -1>(d, m, scratch, wa, wo); /* SPEC 3: late_norm == rows */
     if constexpr (LATE) { /* the ring's other slots, before lane 0's loop refills */
         if (lane == 0)
             for (int j = 1; j < S && request(&bar[j], ring + j * cstep); j++) {
@@ -249,8 +270,10 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 #pragma unroll
     for (int r = 0; r < RBR; r++) acc[r][0] = acc[r][1] = 0.0f;
     float2 *sacc = (float2 *)((char *)dmv_smem + d.span_acc_off) + (size_t)warp * d.span_srows * 32 + lane;
-    if (RB == 0 && warp < NW)
+    if (RB == 0 && warp < NW) {
+#pragma unroll 1 /* (unrolled, the run path jumped over its 16- and 8-fold copies) */
         for (int r = 0; r < nwr; r++) sacc[r * 32] = make_float2(0.0f, 0.0f);
+    }
     int slot = 0;
     unsigned phase = 0;
     uint4 *up = ring; /* slot's chunk: a running pointer, as the refill's source */
@@ -312,13 +335,13 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         if (second) sacc[(r + 1) * 32] = make_float2(aB[0], aB[1]);
     };
     float v[8];
-    if (npair > 0) span_pair_values(d, row, w.sA, w.sB, lane, v);
+    if (npair > 0) span_pair_values<SPEC >= 4>(d, row, w.sA, w.sB, lane, v);
     for (int p = 0; p < npair; p++) {
         const int s = w.sA + 2 * p, two = s + 1 < w.sB ? 2 : 1;
         /* stage the pair into the warp's scratch: item `lane` of the pair (span lane / 16), its
          * digits and its group's (E, sum) at the pair's relative places */
         dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
-        if (p + 1 < npair) span_pair_values(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
+        if (p + 1 < npair) span_pair_values<SPEC >= 4>(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
         span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
         span_digits(scr, 1, dvalid && two == 2, g, t, &b01[1], &b23[1]);
@@ -362,10 +385,14 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     for (int r = warp; r < wm.nrb; r += DMV_WARPS) {
         const int hg = r % H, i = r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
-        for (int sg = 0; sg < G; sg++) {
-            const float2 x = ((const float2 *)(ring0 + (size_t)(sg * H + hg) * S * cstep))[i * 8 + g];
-            vg[0] += x.x;
-            vh[0] += x.y;
+        /* straight-line over every possible group, those past G adding +0 (the same bits: the
+         * sums start at +0, so none is ever -0): as a loop to G, unrolled 4-fold with its
+         * remainder, the run path jumped over two copies (ncu, session 35) */
+#pragma unroll
+        for (int sg = 0; sg < DMV_WARPS; sg++) {
+            const float2 x = ((const float2 *)(ring0 + (size_t)(min(sg, G - 1) * H + hg) * S * cstep))[i * 8 + g];
+            vg[0] += sg < G ? x.x : 0.0f;
+            vh[0] += sg < G ? x.y : 0.0f;
         }
         if (d.late_norm) {
             vg[0] *= osc;
@@ -380,14 +407,15 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 
 /* SPEC (GLIM_CUDA_SPAN_SPEC, the LATE instance only): the profiling stamps, the no-bytes
  * diagnostic, the flag release and the fused staging compiled out (1), the timeline too (2), and
- * the norm's scale before the loop and the softcap epilogue as well (3), so that the run path
- * does not jump over their inlined code at every turn: a taken jump to a line not in the SM's
- * instruction caches cost ~170 cycles from L2 and ~300 from DRAM in bench/icache_probe.cu, where
- * straight-line code ran as fast cold as warm. */
+ * the norm's scale before the loop and the softcap epilogue as well (3), and the grid's
+ * leftover row blocks on the first owners (front) and the inputs' whole items (span_pair_values)
+ * as well (4), so that the run path does not jump over their inlined code at every turn: a taken
+ * jump to a line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
+ * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
 template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     if constexpr (SPEC == 0) {
-        span_body<PPS, SBF32, RB, RPC, LATE>(d);
+        span_body<PPS, SBF32, RB, RPC, LATE, 0>(d);
     } else {
         DmvArgs c = d;
         c.stamps = NULL;
@@ -396,13 +424,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
         c.flag_arrive = NULL;
         c.mv.fuse = 0;
         if (SPEC >= 2) c.tl = NULL;
-        if (SPEC == 3) {
+        if (SPEC >= 3) {
             /* the host checks both: the consumer norm's scale after the loop exactly where there
              * is a row (so one test serves both), and no softcap (the head's, not this kernel's) */
             c.late_norm = c.pro != GCU_PRO_RAW;
             c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
         }
-        span_body<PPS, SBF32, RB, RPC, LATE>(c);
+        if (SPEC >= 4) c.front = 1; /* (and span_pair_values's whole items: the host checks both) */
+        span_body<PPS, SBF32, RB, RPC, LATE, SPEC>(c);
     }
 }
 
@@ -417,10 +446,11 @@ static const void *span_pick(int pps, int sbf32) {
     return NULL;
 }
 
-/* The LATE instance with SPEC 1, 2 or 3 (k_dmv_span's SPEC), for a call whose plan took the LATE
+/* The LATE instance with SPEC 1, 2, 3 or 4 (k_dmv_span's SPEC), for a call whose plan took the LATE
  * instance and uses none of what that SPEC compiles out (dmv_plan checks). */
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec) {
-    return spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
+    return spec == 4 ? span_pick<0, 1, true, 4>(pps, sbf32)
+         : spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
          : spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32)
                      : span_pick<0, 1, true, 1>(pps, sbf32);
 }

@@ -47,7 +47,10 @@ __device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
 }
 
 /* NORM/RESID from registers into m.row: the arithmetic of dmv_residual + dmv_prepare_row, in
- * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). */
+ * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). LN: a.late_norm
+ * where the caller knows it (0 or 1: the other path is not compiled; the span kernel's SPEC 3 and
+ * 4 know it is 1 here), -1 where it does not. */
+template <int LN = -1>
 static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSum *scratch,
                                                        float *s, const float *h, const float *wa,
                                                        const float *wo) {
@@ -75,7 +78,7 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
      * applies the scale to the row sums: the reduction's barrier and the division and square
      * root leave the critical path */
     float inv = 1.0f;
-    if (a.late_norm) dmv_block_put(ss, scratch, 1);
+    if (LN >= 0 ? LN == 1 : a.late_norm) dmv_block_put(ss, scratch, 1);
     else inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 1), K, a.eps_out);
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
@@ -185,7 +188,8 @@ __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, floa
     }
 }
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
- * row the product takes into m.row (tma_prepare_row). */
+ * row the product takes into m.row (tma_prepare_row, LN as there). */
+template <int LN = -1>
 __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, DmvSum *scratch, const float *wa,
                                          const float *wo) {
     float s[TMA_JM], h[TMA_JM];
@@ -195,7 +199,7 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
         s[j] = i < d.K ? __ldcg(d.src + i) : 0.0f;
         h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
     }
-    tma_prepare_row(d, m, scratch, s, h, wa, wo);
+    tma_prepare_row<LN>(d, m, scratch, s, h, wa, wo);
 }
 
 /* A warp's ring in shared memory: S slots of C units (one bulk copy each) at base, slot s

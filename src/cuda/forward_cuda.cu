@@ -129,7 +129,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
     /* session 34 (H100, alternating processes): 2 against 0 +2.0 / +1.8 / +1.7 %, ahead in every
      * round; 3 against 2 +0.5-1.1 %, ahead at ctx 0 in all 7 rounds (RESULTS v36) */
-    o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 3);
+    o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
