@@ -20,10 +20,17 @@ and ~300 from DRAM, where straight-line code costs nothing cold). It prints thei
 N longest, and how many are longer than a 128-byte line; the fewer the better for a kernel that
 runs once a layer.
 
-Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...] [--skips N]"""
+--lines FILE adds the source line of each skipped stretch and of the jump before it, from the
+kernel's listing by `nvdisasm -g -fun NAME` (bench/sass_lines.sh writes them on the device: the
+build carries -lineinfo). The listing's instruction at byte offset 16 i is index i here: both are
+the kernel's code in order.
+
+Usage: bench/sass_profile.py NAME_sass.csv [--top N] [--classes N] [--range A:B ...] [--skips N]
+       [--lines FILE]"""
 import argparse
 import collections
 import csv
+import re
 import sys
 
 
@@ -54,6 +61,31 @@ def load(path):
     return out
 
 
+def load_lines(path):
+    """Instruction index -> "file:line" from an nvdisasm -g (or -gi) listing: the first of the
+    '//## File' comments before each instruction, which with -gi is the innermost inlined
+    function's line (the ones after it are its callers'); '/*0a30*/' offsets in bytes, 16 per
+    instruction."""
+    where, cur, after_loc = {}, "?", False
+    loc = re.compile(r'//## File "([^"]+)", line (\d+)')
+    ins = re.compile(r'^\s*/\*([0-9a-f]{4,})\*/')
+    with open(path) as f:
+        for ln in f:
+            m = loc.search(ln)
+            if m:
+                if not after_loc:
+                    cur = f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}"
+                after_loc = True
+                continue
+            after_loc = False
+            m = ins.match(ln)
+            if m:
+                where[int(m.group(1), 16) // 16] = cur
+    if not where:
+        sys.exit(f"{path}: no instructions with offsets (not an nvdisasm -g listing?)")
+    return where
+
+
 def top_reasons(c, k=5):
     c = +c  # drop zeros
     return ", ".join(f"{n} {v}" for n, v in c.most_common(k)) or "-"
@@ -66,7 +98,9 @@ def main():
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--range", action="append", default=[])
     ap.add_argument("--skips", type=int, default=0)
+    ap.add_argument("--lines")
     a = ap.parse_args()
+    where = load_lines(a.lines) if a.lines else None
     ins = load(a.csv)
     tot = sum(x[1] for x in ins) or 1
     stot = sum(x[2] for x in ins) or 1
@@ -97,7 +131,7 @@ def main():
         print(f"\nrange {lo}:{hi}: {n} warp instructions ({100 * n / tot:.1f} %), {s} samples "
               f"({100 * s / stot:.1f} %); reasons: {top_reasons(why, 7)}")
     if a.skips:
-        print_skips(ins, a.skips)
+        print_skips(ins, a.skips, where)
 
 
 def skipped_stretches(counts):
@@ -117,15 +151,21 @@ def skipped_stretches(counts):
     return out
 
 
-def print_skips(ins, k):
+def print_skips(ins, k, where=None):
     sk = skipped_stretches([x[1] for x in ins])
     longer = sum(1 for _, n in sk if n * 16 > 128)
     print(f"\nskipped stretches on the run path: {len(sk)} ({longer} longer than a 128-byte line), "
           f"{sum(n for _, n in sk)} instructions jumped over")
-    print("\n| first index | instructions | bytes | the instruction before (ran) |")
-    print("| --- | --- | --- | --- |")
+    extra = " the jump's line | the stretch's lines |" if where else ""
+    print("\n| first index | instructions | bytes | the instruction before (ran) |" + extra)
+    print("| --- | --- | --- | --- |" + (" --- | --- |" if where else ""))
     for i, n in sorted(sk, key=lambda x: -x[1])[:k]:
-        print(f"| {i} | {n} | {16 * n} | `{ins[i - 1][0][:60]}` |")
+        row = f"| {i} | {n} | {16 * n} | `{ins[i - 1][0][:60]}` |"
+        if where:
+            lines = sorted({where.get(j, "?") for j in range(i, i + n)})
+            shown = ", ".join(lines[:6]) + (f" (+{len(lines) - 6})" if len(lines) > 6 else "")
+            row += f" {where.get(i - 1, '?')} | {shown} |"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -189,9 +189,33 @@ __device__ void at_pv_mma_out(const gcu_attn_call &a, const AtSmem &sm, int G, c
 }
 
 /* Requests keys and values [tile0, tile0 + nv) of kv head kvh into tile buffer b (asynchronous
- * copies of 16 bytes, committed as one group: gcu_cp_wait_block completes it). */
+ * copies of 16 bytes, committed as one group: gcu_cp_wait_block completes it; nv 0: an empty
+ * group). W128 (the decode instance: D 128, a bf16 cache): a whole tile's 2 x 64 rows x 16 copies
+ * are 8 a thread, unrolled and predicated on the row, straight-line: the loop to 2 nv (16 nv)
+ * was unrolled 4-fold with its remainder, ~350 instructions a copy, and the run path jumped over
+ * one or two such copies per tile (ncu, session 35; each a cold line, bench/icache_probe.cu).
+ * The ring's row: tile0 % R once, then wrapped by one subtraction (a tile's nv <= R keys are
+ * distinct rows). The same copies as the loop's: the same bits. */
+template <bool W128 = false>
 __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
                                                 int tile0, int nv, int b) {
+    if constexpr (W128) {
+        constexpr int C16 = 128 * 2 / 16, PER = GCU_ATT_TILE * C16; /* copies per row, per tile */
+        static_assert(2 * PER % GCU_ATT_THREADS == 0 && PER % GCU_ATT_THREADS == 0, "whole rounds, K then V");
+        char *kd = b ? sm.kt1 : sm.kt0, *vd = b ? sm.vt1 : sm.vt0;
+        const int row0 = tile0 % a.R;
+#pragma unroll
+        for (int k = 0; k < 2 * PER / GCU_ATT_THREADS; k++) {
+            constexpr int KR = PER / GCU_ATT_THREADS; /* rounds of keys, then as many of values */
+            const bool v = k >= KR;
+            const int r = threadIdx.x + (v ? k - KR : k) * GCU_ATT_THREADS, kl = r / C16, c = r % C16;
+            const int row = row0 + kl >= a.R ? row0 + kl - a.R : row0 + kl;
+            const char *src = (const char *)(v ? a.vc : a.kc) + ((size_t)row * a.Hkv + kvh) * (128 * 2) + c * 16;
+            gcu_cp_async16_if((v ? vd : kd) + kl * sm.rowb + c * 16, src, kl < nv);
+        }
+        gcu_cp_commit();
+        return;
+    }
     const int rb = a.D * (a.kv32 ? 4 : 2), c16 = rb / 16, per = nv * c16;
     for (int i = threadIdx.x; i < 2 * per; i += GCU_ATT_THREADS) {
         const int v = i >= per, r = v ? i - per : i, kl = r / c16, c = r % c16;
@@ -619,6 +643,7 @@ __device__ __forceinline__ void at_prepare(const gcu_attn_call &a, const AtSmem 
  * path: this thread's float4 outputs) or omma (tensor cores: the fragments). The first tile was
  * requested by at_body. newest: the key read from kbuf / vbuf (-1: none). tl_t: the timeline's
  * stamps (NULL: none taken). */
+template <int SPEC>
 __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
                                          bool mma, int newest, float4 o[AT_MAXC], float omma[2][4],
                                          unsigned long long *tl_t) {
@@ -626,13 +651,14 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
     for (int tile0 = my0; tile0 < my1; tile0 += GCU_ATT_TILE) {
         const int nv_t = my1 - tile0 < GCU_ATT_TILE ? my1 - tile0 : GCU_ATT_TILE;
         const int next = tile0 + GCU_ATT_TILE, b = a.tiles2 ? ((tile0 - my0) / GCU_ATT_TILE) & 1 : 0;
-        if (a.tiles2) { /* the next tile into the other buffer, consumed by the previous pass */
-            if (next < my1) at_tile_request(a, sm, kvh, next, my1 - next < GCU_ATT_TILE ? my1 - next : GCU_ATT_TILE, b ^ 1);
-            gcu_cp_wait_block(next < my1);
-        } else { /* one buffer: the next tile once this one is consumed */
-            if (tile0 != my0) at_tile_request(a, sm, kvh, tile0, nv_t, 0);
-            gcu_cp_wait_block(0);
-        }
+        /* two buffers: the next tile into the other one, consumed by the previous pass; one
+         * buffer: this tile (the first came from at_body) once the previous one is consumed. One
+         * request site, none where nothing is due (the decode instance: an empty one, its copies
+         * predicated off, so that its run path jumps over no copy of the request) */
+        const int rq_t = a.tiles2 ? next : tile0, rq_b = a.tiles2 ? b ^ 1 : 0;
+        const int rq_n = a.tiles2 ? (next < my1 ? min(my1 - next, GCU_ATT_TILE) : 0) : (tile0 != my0 ? nv_t : 0);
+        if (SPEC || rq_n > 0) at_tile_request<SPEC != 0>(a, sm, kvh, rq_t, rq_n, rq_b);
+        gcu_cp_wait_block(a.tiles2 && next < my1);
         if (tl_t && a.tl && tid == 0 && tile0 == my0) tl_t[4] = gcu_tl_now(); /* the first tile is in */
         if (mma) {
             /* the tensor cores read whole tiles: the newest key and value from this block's
@@ -820,7 +846,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
      * before the wait and arrives while the previous kernel drains. Prefill writes the chunk's
      * keys in the kernel before: after the wait. */
     const int nv0 = r.my1 - r.my0 < GCU_ATT_TILE ? r.my1 - r.my0 : GCU_ATT_TILE;
-    if (fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+    if (fused) at_tile_request<SPEC != 0>(a, sm, kvh, r.my0, nv0, 0);
     /* RoPE's factors depend on the position only: before the wait, off the critical path (at
      * context 0 a sliding layer's q and tile phase took 1.2 us longer than a NoPE layer's) */
     GcuRope rope = {};
@@ -871,7 +897,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
 #pragma unroll
             for (int e = 0; e < 4; e++) omma[i][e] = 0.0f;
         if (pass == 1 && a.tl && tid == 0) tl_t[3] = gcu_tl_now(); /* q ready (every thread is past its barrier) */
-        at_tiles(a, sm, rr, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
+        at_tiles<SPEC>(a, sm, rr, mma, newest, o, omma, pass == 1 ? tl_t : NULL);
         if (pass == 2 || (pass == 1 && !twice)) break;
     }
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */

@@ -394,10 +394,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             vg[0] += sg < G ? x.x : 0.0f;
             vh[0] += sg < G ? x.y : 0.0f;
         }
-        if (d.late_norm) {
-            vg[0] *= osc;
-            vh[0] *= osc;
-        }
+        /* (osc is 1 without the late norm, and x 1 is exact: no branch per row) */
+        vg[0] *= osc;
+        vh[0] *= osc;
         mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */

@@ -695,6 +695,12 @@ __device__ __forceinline__ void gcu_cp_async16(void *dst, const void *src) {
                  "l"(src) : "memory");
 }
 
+/* gcu_cp_async16 where `on`, predicated inside the instruction (no branch around it). */
+__device__ __forceinline__ void gcu_cp_async16_if(void *dst, const void *src, bool on) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16;\n\t}"
+                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"((int)on) : "memory");
+}
+
 /* 4 bytes from global src to shared dst as an asynchronous copy (through L1); complete as above. */
 __device__ __forceinline__ void gcu_cp_async4(void *dst, const void *src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
