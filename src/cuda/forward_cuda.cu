@@ -127,8 +127,8 @@ extern "C" gcu_options gcu_options_default(void) {
      * at ctx 0 in all six H100 calls that ran both (RESULTS v36) */
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
-    /* session 34 (H100, alternating processes): 2 against 0 +2.0 / +1.8 / +1.7 %, ahead in every
-     * round; 3 against 2 +0.5-1.1 %, ahead at ctx 0 in all 7 rounds (RESULTS v36) */
+    /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
+     * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
