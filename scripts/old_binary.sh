@@ -1,0 +1,19 @@
+#!/bin/sh
+# old_binary.sh: builds the glimmer binary of an earlier commit for an A/B on the GPU machine
+# (bench/ab_old.sh there), as build/old_glimmer.xz of this tree: about 8 MB, small enough to
+# carry next to .deps and build/src/cuda (the device tool's carry is 64 MiB in all). Linked
+# without the HTTP server, whose library and its dependencies the GPU machine lacks; the other
+# libraries come from .deps there (LD_LIBRARY_PATH). A full build of the commit in a temporary
+# worktree: ~10 minutes on 2 cores.
+# Usage: scripts/old_binary.sh REV   (then carry "build/old_glimmer.xz")
+set -e
+[ $# -eq 1 ] || { echo "usage: $0 REV" >&2; exit 2; }
+cd "$(dirname "$0")/.."
+rev=$(git rev-parse --short "$1")
+wt=$(mktemp -d /tmp/glimmer-old-XXXXXX)
+trap 'git worktree remove --force "$wt" 2>/dev/null || rm -rf "$wt"' EXIT
+git worktree add -q --detach "$wt" "$rev"
+make -C "$wt" -j"$(nproc)" HAVE_MHD= build/glimmer > "$wt/build.log" 2>&1 || { tail -20 "$wt/build.log"; exit 1; }
+mkdir -p build
+xz -T0 -1 -c "$wt/build/glimmer" > build/old_glimmer.xz
+echo "build/old_glimmer.xz: glimmer at $rev, $(wc -c < build/old_glimmer.xz) bytes"
