@@ -1,0 +1,36 @@
+#!/bin/sh
+# s36_group_half.sh (written in session 35, not run): measures bench/wip/att_group_half.patch.
+# Here first: `git apply bench/wip/att_group_half.patch && make -j2 all` (make: the device build
+# runs the carried objects as they are). Then on the GPU machine: the GPU tests (the patch adds
+# att_group_half_bits: GROUP_HALF=8 with 4 heads a block equals 8 heads a block bit for bit) and
+# memcheck on it; decode without the timeline, alternating processes, 3 rounds, for
+# GLIM_CUDA_ATT_GROUP_HALF 0 (off: today's plan), 128, 512, 1024 and GLIM_CUDA_ATT_HEADS=8 (session
+# 35: 163.5 / 156.6 / 150.6 against 164.7 / 155.7 / 149.8). Keep the best value that does not
+# lose ctx 0 as the default (forward_cuda.cu: trim a line elsewhere, the file is at its 1,500).
+# Carry [".deps","build/src/cuda"]; ~3 min.
+cd "$(dirname "$0")/../.." || exit 1
+nvidia-smi --query-gpu=name --format=csv,noheader
+grep -q group_half_keys src/cuda/gcu.cuh || { echo "apply bench/wip/att_group_half.patch first"; exit 1; }
+rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
+scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+: > $OUT/checks.log
+for t in test_cuda_forward test_cuda_kernels test_cuda_hooks; do
+  echo "== $t" >> $OUT/checks.log
+  GLIM_REQUIRE_CUDA=1 timeout 250 build/tests/$t >> $OUT/checks.log 2>&1; echo "rc=$?" >> $OUT/checks.log
+done
+echo "checks: $(grep -c '^PASS' $OUT/checks.log) pass, $(grep -c '^FAIL' $OUT/checks.log) fail"
+grep -E '^FAIL|check failed|group_half' $OUT/checks.log | head -10
+CHECK_ONLY=att_group_half_bits GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  build/tests/test_cuda_forward > $OUT/san.log 2>&1
+echo "memcheck att_group_half_bits: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"
+timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1
+: > $OUT/sweep.md
+for r in 1 2 3; do
+  for v in GLIM_CUDA_ATT_GROUP_HALF=0 GLIM_CUDA_ATT_GROUP_HALF=128 GLIM_CUDA_ATT_GROUP_HALF=512 GLIM_CUDA_ATT_GROUP_HALF=1024 GLIM_CUDA_ATT_HEADS=8; do
+    echo "run $v" >> $OUT/sweep.md
+    env $v timeout 100 build/glimmer bench --synthetic --prompt 0 -n 64 --out $OUT/sweep.md > /dev/null 2>&1 || echo "$v: rc $?"
+  done
+done
+awk '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}} /^\| decode/{split($0,f,"|"); t[v,++n[v]]=f[3]}
+     END{for (j=1; j<=nv; j++) {v=order[j]; a=b=c=0; for (i=1; i<=n[v]; i+=3) {a+=t[v,i]; b+=t[v,i+1]; c+=t[v,i+2]}; k=n[v]/3; printf "%-30s %.1f / %.1f / %.1f tok/s (%d rounds)\n", v, a/k, b/k, c/k, k}}' $OUT/sweep.md
+cd $OUT && tar czf logs.tgz checks.log san.log sweep.md; rm -f checks.log san.log
