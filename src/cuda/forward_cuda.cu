@@ -44,19 +44,17 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_few = env_int("GLIM_CUDA_ATT_FEW", 0);
     o.att_mma = env_int("GLIM_CUDA_ATT_MMA", 1);
     o.dmv_ring = env_int("GLIM_CUDA_DMV_RING", 3);
-    /* session 7, run 3: the shared-memory ring's first slot at block start, the other after
-     * staging: 157.1 tok/s against 154.7 all at block start (1: 156.6, 2: 156.4); k_dmv (the
-     * register ring) treats 3 as 0 */
+    /* session 7, run 3: the ring's first slot at block start, the other after staging: 157.1
+     * tok/s against 154.7 all at start (1: 156.6, 2: 156.4); k_dmv's register ring: 3 is 0 */
     o.late_ring = env_int("GLIM_CUDA_LATE_RING", 3);
     /* session 13 (bench/RESULTS.md v16): head groups up to 2048 keys only (a sliding layer's
      * window): a full layer at 4k keys 27.2 -> 19.5 us with the two switches below */
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 2048);
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
-    /* 1 (at attention's start): +1.7 % at context 0 against 0 (session 3, run 5); 2 (once every
-     * attention block has q prepared, so that o_proj's rings stream off those loads): +0.3 to
-     * +0.9 % at ctx 0 against 1 in 4 of 4 processes on an H200, attention's q preparation 3.9 ->
-     * 2.4 us (session 23) */
+    /* 1 (at attention's start): +1.7 % at ctx 0 against 0 (session 3); 2 (once every block has q
+     * prepared, o_proj's rings streaming off those loads): +0.3-0.9 % at ctx 0 against 1 on an
+     * H200, q preparation 3.9 -> 2.4 us (session 23); 3 and 1 behind 2 (session 35, RESULTS v37) */
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 2);
     /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
      * (one process each, same call) */
