@@ -23,14 +23,6 @@ grep -E '^FAIL|check failed|group_half' $OUT/checks.log | head -10
 CHECK_ONLY=att_group_half_bits GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
   build/tests/test_cuda_forward > $OUT/san.log 2>&1
 echo "memcheck att_group_half_bits: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"
-timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1
-: > $OUT/sweep.md
-for r in 1 2 3; do
-  for v in GLIM_CUDA_ATT_GROUP_HALF=0 GLIM_CUDA_ATT_GROUP_HALF=128 GLIM_CUDA_ATT_GROUP_HALF=512 GLIM_CUDA_ATT_GROUP_HALF=1024 GLIM_CUDA_ATT_HEADS=8; do
-    echo "run $v" >> $OUT/sweep.md
-    env $v timeout 100 build/glimmer bench --synthetic --prompt 0 -n 64 --out $OUT/sweep.md > /dev/null 2>&1 || echo "$v: rc $?"
-  done
-done
-awk '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}} /^\| decode/{split($0,f,"|"); t[v,++n[v]]=f[3]}
-     END{for (j=1; j<=nv; j++) {v=order[j]; a=b=c=0; for (i=1; i<=n[v]; i+=3) {a+=t[v,i]; b+=t[v,i+1]; c+=t[v,i+2]}; k=n[v]/3; printf "%-30s %.1f / %.1f / %.1f tok/s (%d rounds)\n", v, a/k, b/k, c/k, k}}' $OUT/sweep.md
-cd $OUT && tar czf logs.tgz checks.log san.log sweep.md; rm -f checks.log san.log
+sh bench/decode_ab.sh 3 GLIM_CUDA_ATT_GROUP_HALF=0 GLIM_CUDA_ATT_GROUP_HALF=128 GLIM_CUDA_ATT_GROUP_HALF=512 \
+  GLIM_CUDA_ATT_GROUP_HALF=1024 GLIM_CUDA_ATT_HEADS=8
+cd $OUT && tar czf logs.tgz checks.log san.log ab.md; rm -f checks.log san.log

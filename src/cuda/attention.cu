@@ -200,7 +200,7 @@ template <bool W128 = false>
 __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
                                                 int tile0, int nv, int b) {
     if constexpr (W128) {
-        constexpr int C16 = 128 * 2 / 16, PER = GCU_ATT_TILE * C16; /* copies per row, per tile */
+        constexpr int RB = 128 * 2, C16 = RB / 16, PER = GCU_ATT_TILE * C16; /* a row's bytes, its copies, a tile's */
         static_assert(2 * PER % GCU_ATT_THREADS == 0 && PER % GCU_ATT_THREADS == 0, "whole rounds, K then V");
         char *kd = b ? sm.kt1 : sm.kt0, *vd = b ? sm.vt1 : sm.vt0;
         const int row0 = tile0 % a.R;
@@ -210,7 +210,7 @@ __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const At
             const bool v = k >= KR;
             const int r = threadIdx.x + (v ? k - KR : k) * GCU_ATT_THREADS, kl = r / C16, c = r % C16;
             const int row = row0 + kl >= a.R ? row0 + kl - a.R : row0 + kl;
-            const char *src = (const char *)(v ? a.vc : a.kc) + ((size_t)row * a.Hkv + kvh) * (128 * 2) + c * 16;
+            const char *src = (const char *)(v ? a.vc : a.kc) + ((size_t)row * a.Hkv + kvh) * RB + c * 16;
             gcu_cp_async16_if((v ? vd : kd) + kl * sm.rowb + c * 16, src, kl < nv);
         }
         gcu_cp_commit();

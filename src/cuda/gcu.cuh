@@ -254,7 +254,8 @@ typedef struct gcu_dmv_call {
     /* span_late: with one row block a chunk and the sums in shared memory, the ring's first
      * slot requested before the PDL wait and the rest after the prologue; span_spec: that
      * instance with the diagnostics compiled out (1), the timeline too (2), the norm's scale
-     * before the loop and the softcap too (3; opt.span_spec) */
+     * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
+     * too (4; opt.span_spec) */
     int span_late, span_spec;
 } gcu_dmv_call;
 

@@ -1,0 +1,42 @@
+#!/bin/sh
+# decode_ab.sh (on the GPU machine, after a build): decode tok/s of several variants, alternating
+# processes, without the timeline, at contexts 0, 4k and 32k (64 tokens each), ROUNDS rounds. A
+# variant is `new` (this tree, with $NEW_ENV), `old` (an earlier commit's binary,
+# build/old_glimmer.xz from scripts/old_binary.sh), or settings for this tree, NAME=VALUE joined
+# by commas (e.g. GLIM_CUDA_ATT_HEADS=8,GLIM_CUDA_ATT_GROUP=1024). Only figures from one call on
+# one machine compare: the same tree differs by ~1.5 % between machines. Writes $OUT/ab.md and
+# prints per variant the mean and every round's figures.
+# Usage: bench/decode_ab.sh ROUNDS VARIANT...
+[ $# -ge 2 ] || { echo "usage: $0 ROUNDS VARIANT..." >&2; exit 2; }
+rounds=$1
+shift
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$OUT"
+for v in "$@"; do
+    [ "$v" = old ] || continue
+    xz -dc build/old_glimmer.xz > build/old_glimmer && chmod +x build/old_glimmer || exit 1
+    export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    build/old_glimmer --help > /dev/null 2>&1 ||
+        { echo "decode_ab: the old binary does not start:"; build/old_glimmer --help 2>&1 | head -3; exit 1; }
+done
+timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1 # warm-up
+: > "$OUT/ab.md"
+r=0
+while [ $r -lt "$rounds" ]; do
+    r=$((r + 1))
+    for v in "$@"; do
+        echo "run $v" >> "$OUT/ab.md"
+        case $v in
+        old) cmd="build/old_glimmer" ;;
+        new) cmd="env $NEW_ENV build/glimmer" ;;
+        *) cmd="env $(echo "$v" | tr ',' ' ') build/glimmer" ;;
+        esac
+        timeout 100 $cmd bench --synthetic --prompt 0 -n 64 --out "$OUT/ab.md" > /dev/null 2>&1 ||
+            echo "decode_ab: $v: rc $?"
+    done
+done
+awk '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
+     /^\| decode/{split($0,f,"|"); x[v]=x[v] sprintf(" %6.1f", f[3]); t[v,++n[v]]=f[3]}
+     END{for (j=1; j<=nv; j++) {v=order[j]; a=b=c=0; for (i=1; i<=n[v]; i+=3) {a+=t[v,i]; b+=t[v,i+1]; c+=t[v,i+2]}; k=n[v]/3;
+         if (k) printf "%s: %.1f / %.1f / %.1f tok/s (%d rounds):%s\n", v, a/k, b/k, c/k, k, x[v]}}' "$OUT/ab.md"
