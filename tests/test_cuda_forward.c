@@ -664,6 +664,22 @@ static void att_spec_bits(void) {
     switch_close_of("spec2_long", s, 300, 3, names, off64, on2_64, gcu_attn_spec_count, s.n_layers, 1e-3);
 }
 
+/* GLIM_CUDA_ATT_GROUP_HALF=8 (a kv head's heads over half as many blocks past 8 keys): on the
+ * 30B's heads (16 a kv head; 4 a block by default, so 4 head groups) every decoded position of a
+ * 35-token prompt sees more than 8 keys (the sliding layers 16), so each runs the plan of 8
+ * heads a block (GLIM_CUDA_ATT_HEADS=8: 2 head groups; the same splits, the same blocks' work,
+ * the same merge): the logits bit for bit, and the option was live at every layer. */
+static void att_group_half_bits(void) {
+    NEED_GPU();
+    glim_synth_spec s = switch_spec(1, 31);
+    s.n_heads = 32;
+    s.n_kv_heads = 2;
+    s.head_dim = 128;
+    static const char *const names[] = {"GLIM_CUDA_ATT_GROUP_HALF", "GLIM_CUDA_ATT_HEADS", "GLIM_CUDA_FAST"};
+    static const char *const heads8[] = {"0", "8", "1"}, *const half[] = {"8", "4", "1"};
+    switch_bits_of("group_half", s, 35, 3, names, heads8, half, gcu_attn_half_count, s.n_layers);
+}
+
 static void chain_bits(void) {
     NEED_GPU();
     chain_bits_of("chain_tiny", switch_spec(0, 5));
@@ -880,6 +896,7 @@ int main(void) {
     RUN(ahead_bits);
     RUN(att_pass_bits);
     RUN(att_spec_bits);
+    RUN(att_group_half_bits);
     RUN(span_loop);
     RUN(span_even_bits);
     RUN(span_chunk_bits);

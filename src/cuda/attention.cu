@@ -530,17 +530,20 @@ __device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSm
     if (out) ((float4 *)out)[idx] = r;
 }
 
-/* The split plan of a token seeing n keys (HG: the launch's head groups): whether its heads
- * spread over head-group blocks, the keys per split (*chunk, whole tiles), the splits that fit
- * the GPU at once (*per, 0: unknown), and the number of splits. */
-__device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bool *grouped, int *chunk, int *per) {
-    *grouped = HG > 1 && n <= a.group_keys;
+/* The split plan of a token seeing n keys (HG: the launch's head groups): over how many
+ * head-group blocks its heads spread (*hg: HG up to a.group_half_keys keys, HG / 2 past them
+ * where HG is even, 1 past a.group_keys: each group reads the keys, and more groups shorten the
+ * latency chain only over few keys), the keys per split (*chunk, whole tiles), the splits that
+ * fit the GPU at once (*per, 0: unknown), and the number of splits. */
+__device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, int *hg, int *chunk, int *per) {
+    *hg = HG > 1 && n <= a.group_keys ? HG : 1;
+    if (*hg > 1 && a.group_half_keys > 0 && n > a.group_half_keys && HG % 2 == 0) *hg = HG / 2;
     int c = (n + a.nsplit - 1) / a.nsplit;
     if (c < a.min_chunk) c = a.min_chunk;
     /* no more working blocks than fit the GPU at once: a second wave doubles the latency
      * (session 9, run 4: a full layer at 4k keys, 520 working blocks of 64 keys for 264 places,
      * took 32.4 us; in splits of 128 keys, 26.1) */
-    *per = a.resident > 0 ? a.resident / (a.Hkv * (*grouped ? HG : 1) * a.T) : 0;
+    *per = a.resident > 0 ? a.resident / (a.Hkv * *hg * a.T) : 0;
     if (*per > 0) {
         const int fit = (n + *per - 1) / *per;
         if (c < fit) c = fit;
@@ -554,7 +557,7 @@ __device__ __forceinline__ int at_plan(const gcu_attn_call &a, int HG, int n, bo
  * head group, split) with the keys [my0, my1) and query heads head0 .. head0 + G - 1. */
 struct AtRole {
     int t, pos, n, nsp, chunk, per, G, ng, kvh, hgi, sp, head0, my0, my1;
-    bool grouped;
+    int hg; /* the head groups this position's heads spread over (at_plan) */
 };
 
 /* The block's role (at_body's first step, before the wait: everything here is known from the
@@ -565,25 +568,25 @@ __device__ __forceinline__ bool at_role(const gcu_attn_call &a, int HG, AtRole *
     r->pos = *a.pos0 + r->t;
     const int k0 = a.window > 0 && r->pos - a.window + 1 > 0 ? r->pos - a.window + 1 : 0, k1 = r->pos + 1;
     r->n = k1 - k0;
-    r->nsp = at_plan(a, HG, r->n, &r->grouped, &r->chunk, &r->per);
-    r->G = r->grouped ? a.H / a.Hkv / HG : a.H / a.Hkv;
+    r->nsp = at_plan(a, HG, r->n, &r->hg, &r->chunk, &r->per);
+    r->G = a.H / a.Hkv / r->hg;
     /* which (kv head, head group, split) this block serves. The grid is sized for the most
      * splits and groups any position may need; a.pack numbers its blocks split-major over the
      * groups in use, so that the blocks with work come first and the hardware starts them
      * first (numbered as launched, the working blocks of a long full layer without head groups
      * sat among three times as many empty ones, and the last started ~12 us late). */
-    r->ng = a.Hkv * (r->grouped ? HG : 1); /* the (kv head, head group) pairs in use */
+    r->ng = a.Hkv * r->hg; /* the (kv head, head group) pairs in use */
     if (a.pack) {
         const int b = blockIdx.x + gridDim.x * blockIdx.y;
         if (b >= r->ng * r->nsp) return false;
         r->sp = b / r->ng;
-        r->kvh = (b % r->ng) / (r->grouped ? HG : 1);
-        r->hgi = (b % r->ng) % (r->grouped ? HG : 1);
+        r->kvh = (b % r->ng) / r->hg;
+        r->hgi = (b % r->ng) % r->hg;
     } else {
         r->kvh = blockIdx.x / HG, r->hgi = blockIdx.x % HG, r->sp = blockIdx.y;
-        if ((!r->grouped && r->hgi > 0) || r->sp >= r->nsp) return false;
+        if (r->hgi >= r->hg || r->sp >= r->nsp) return false;
     }
-    r->head0 = r->kvh * (a.H / a.Hkv) + (r->grouped ? r->hgi * r->G : 0); /* this block's first query head */
+    r->head0 = r->kvh * (a.H / a.Hkv) + r->hgi * r->G; /* this block's first query head */
     r->my0 = k0 + r->sp * r->chunk;
     r->my1 = r->my0 + r->chunk < k1 ? r->my0 + r->chunk : k1;
     return true;
@@ -733,12 +736,12 @@ template <int SPEC>
 __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
                                           const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
-    const bool grouped = r.grouped;
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
-    /* (token, kv head[, head group]): G*D + 2G floats per split either way fit the buffer */
-    const int grp = grouped ? (t * a.Hkv + kvh) * HG + hgi : t * a.Hkv + kvh;
-    const int ngrp = a.T * a.Hkv * (grouped ? HG : 1); /* the mergers' counters follow */
+    /* (token, kv head[, head group]): G*D + 2G floats per split for each of the hg groups fit
+     * the buffer whatever hg is (G = the kv head's heads / hg; head groups are decode's, T 1) */
+    const int grp = (t * a.Hkv + kvh) * r.hg + hgi;
+    const int ngrp = a.T * a.Hkv * r.hg; /* the mergers' counters follow */
     /* pmerge: one token, every split resident at once (per > 0), no o_proj staging here; the
      * decode instance (SPEC) always, the host having checked per > 0, G >= 2 and pmerge >= 2
      * (gcu_attn_launch), so that the whole-block merge (at_merge, ~2.5 K instructions) is not
@@ -992,6 +995,8 @@ static long lean_count; /* launches enqueued on the kernel without the passes (g
 extern "C" long gcu_attn_lean_count(void) { return lean_count; }
 static long spec_count; /* launches enqueued on the decode instance (gcu_attn_spec_count) */
 extern "C" long gcu_attn_spec_count(void) { return spec_count; }
+static long half_count; /* launches whose head groups may halve (gcu_attn_half_count) */
+extern "C" long gcu_attn_half_count(void) { return half_count; }
 /* Whether a call is the one k_attention<false, 1 or 2> is compiled for: every field it fixes,
  * and what its merge by the last blocks needs (at_finish<SPEC>): at least 2 heads a block (HG
  * head groups) and PMERGE >= 2. gcu_attn_launch checks the rest, every working block resident. */
@@ -1047,6 +1052,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (s == GLIM_OK && a.warm && fused) warm_count++;
     if (s == GLIM_OK && lean) lean_count++;
     if (s == GLIM_OK && spec) spec_count++;
+    if (s == GLIM_OK && c->group_half_keys > 0 && HG > 1 && HG % 2 == 0) half_count++;
     return s;
 }
 

@@ -72,6 +72,11 @@ typedef struct gcu_options {
     int att_group; /* attention: keys up to which a kv head's query heads spread over blocks of
                       4 heads, each reading the keys (GLIM_CUDA_ATT_GROUP, 2048); beyond, one
                       block per kv head and split */
+    int att_group_half; /* attention: keys past which a kv head's heads spread over half as many
+                           blocks (twice the heads each, the keys read half as often), up to
+                           att_group (GLIM_CUDA_ATT_GROUP_HALF, 1024; 0: off). 8 heads a
+                           block everywhere: +0.5 % at 4k and 32k, -0.7 % at ctx 0 (RESULTS
+                           v37); past 1024 keys only: +0.1 / +0.5 / +0.5 % (v38) */
     int att_heads; /* attention: query heads per block where a kv head's heads spread over
                       blocks (att_group; GLIM_CUDA_ATT_HEADS, 4) */
     int att_chunk; /* attention: keys per split at least (GLIM_CUDA_ATT_CHUNK, 64 = one tile):
@@ -350,6 +355,8 @@ long gcu_attn_warm_count(void);
 /* Attention launches enqueued on the instance without the extra passes (GLIM_CUDA_ATT_LEAN, tests). */
 long gcu_attn_lean_count(void);
 long gcu_attn_spec_count(void);
+/* of those, with GLIM_CUDA_ATT_GROUP_HALF live (head groups that can halve past its keys) */
+long gcu_attn_half_count(void);
 
 /* ---- kernel wrappers for tests (host in, host out; they allocate what they need) ---------- */
 

@@ -50,6 +50,7 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 13 (bench/RESULTS.md v16): head groups up to 2048 keys only (a sliding layer's
      * window): a full layer at 4k keys 27.2 -> 19.5 us with the two switches below */
     o.att_group = env_int("GLIM_CUDA_ATT_GROUP", 2048);
+    o.att_group_half = env_int("GLIM_CUDA_ATT_GROUP_HALF", 1024); /* session 36: RESULTS v38 */
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
     /* 1 (at attention's start): +1.7 % at ctx 0 against 0 (session 3); 2 (once every block has q
@@ -552,6 +553,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.few = g->opt.att_few;
     c.mma = g->opt.att_mma;
     c.group_keys = g->opt.att_group;
+    c.group_half_keys = g->opt.att_group_half;
     c.min_chunk = g->opt.att_chunk;
     /* a second tile buffer only where a split can span several tiles */
     const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;

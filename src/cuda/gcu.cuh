@@ -344,6 +344,8 @@ typedef struct gcu_attn_call {
     int pdl;
     int hgroups;               /* decode without staging: blocks per kv head, each G/hgroups heads */
     int group_keys;            /* hgroups apply up to this many keys (opt.att_group) */
+    int group_half_keys;       /* half as many head groups (twice the heads a block) past this
+                                * many keys, up to group_keys (opt.att_group_half; 0: off) */
     int min_chunk;             /* keys per split at least (opt.att_chunk; 0: one tile) */
     int resident;              /* set by gcu_attn_launch: blocks resident at once (0: unknown);
                                   splits get longer rather than outnumber them */
