@@ -69,7 +69,9 @@ struct DmvArgs {
      * the mean. 4: the loops' compute ceiling: no bytes are copied, each slot's barrier completes
      * at once and the loop computes on whatever the ring holds. 5: what the prologues cost: no
      * rows are read, normed or staged, and the loop computes on whatever shared memory holds
-     * (the ring is fed as usual). */
+     * (the ring is fed as usual). 6, 7 (NORM/RESID prologues, tma_rows; the span kernel too): the
+     * residual's read left out (6), the input's too (7), each taken as zeros: what the rows' L2
+     * reads cost. */
     int diag_ring;
     /* k_dmv_span (GLIM_CUDA_SPAN): the warps that own spans (span groups x row groups; the others
      * only norm and merge); 0 on the other kernels. Its row blocks' sums in shared memory
@@ -81,6 +83,8 @@ struct DmvArgs {
     int span_rpc;     /* its row blocks per chunk (one slot, one barrier): 1 or 2 */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_late;    /* host's note: the LATE instance (GLIM_CUDA_SPAN_LATE; gcu_dmv_late_count) */
+    int ring_at_wait; /* the LATE instance: the ring's other slots right after the PDL wait, before
+                       * the prologue (GLIM_CUDA_SPAN_RING_WAIT), not after it */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
     int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
                         * where the call needs more of the general one), 0 off it */

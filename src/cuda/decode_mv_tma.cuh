@@ -196,8 +196,10 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = threadIdx.x + j * DMV_THREADS;
-        s[j] = i < d.K ? __ldcg(d.src + i) : 0.0f;
-        h[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldcg(d.h_in + i) : 0.0f;
+        /* d.diag_ring 6, 7 (timing diagnostics, wrong logits): the residual's read left out (6),
+         * both reads (7): what the prologue's L2 reads cost, every block reading the same rows */
+        s[j] = i < d.K && d.diag_ring != 7 ? __ldcg(d.src + i) : 0.0f;
+        h[j] = d.pro == GCU_PRO_RESID && i < d.K && d.diag_ring < 6 ? __ldcg(d.h_in + i) : 0.0f;
     }
     tma_prepare_row<LN>(d, m, scratch, s, h, wa, wo);
 }

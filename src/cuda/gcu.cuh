@@ -255,8 +255,9 @@ typedef struct gcu_dmv_call {
      * slot requested before the PDL wait and the rest after the prologue; span_spec: that
      * instance with the diagnostics compiled out (1), the timeline too (2), the norm's scale
      * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
-     * too (4; opt.span_spec) */
-    int span_late, span_spec;
+     * too (4; opt.span_spec); span_ring_wait: the LATE ring's other slots requested right after
+     * the PDL wait, before the prologue (opt.span_ring_wait) */
+    int span_late, span_spec, span_ring_wait;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
