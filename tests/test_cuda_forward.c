@@ -612,20 +612,6 @@ static void span_spec_bits(void) {
     }
 }
 
-/* GLIM_CUDA_SPAN_RING_WAIT=15 (the LATE ring's other slots requested right after the PDL wait,
- * before the prologue, not after it) only moves when bytes are requested: the same logits bit for
- * bit, on the wide model with every product on the LATE instance (the SPEC instance as by
- * default), and it must have run (four products a layer). */
-static void span_ring_wait_bits(void) {
-    NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_SPAN_RING_WAIT", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_TWO",
-                                        "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_FAST"};
-    static const char *const off[] = {"0", "15", "0", "15", "1", "1"}, *const on[] = {"15", "15", "0", "15", "1", "1"};
-    const glim_synth_spec wide = switch_spec(1, 47);
-    switch_bits_of("span_ring_wait", wide, 2 * wide.sliding_window + 3, 6, names, off, on, gcu_dmv_ring_wait_count,
-                   3 * wide.n_layers);
-}
-
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -915,7 +901,6 @@ int main(void) {
     RUN(span_even_bits);
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
-    RUN(span_ring_wait_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
     char cmd[600];

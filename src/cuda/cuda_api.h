@@ -201,10 +201,9 @@ typedef struct gcu_options {
                        scale before the loop and the softcap epilogue too (3), the uneven
                        shares and the inputs' scalar loads too (4) (GLIM_CUDA_SPAN_SPEC, 4 since
                        session 35: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %, RESULTS v36-v37) */
-    int span_ring_wait; /* the products (mask as span) whose LATE ring requests its other slots
-                           right after the PDL wait, before the prologue (the norms of qkvg and
-                           gate/up), so that the memory streams them while the prologue runs;
-                           RAW products have no prologue, so the same (GLIM_CUDA_SPAN_RING_WAIT) */
+    int gain_pf;    /* o_proj and down prefetch into L2 the gains of the NORM/RESID prologue after
+                       them (gate/up's, the next qkvg's or the head's) before their PDL wait
+                       (GLIM_CUDA_GAIN_PF, 0) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -225,7 +224,8 @@ typedef struct gcu_options {
                       patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
                       bytes at all (the loops' own compute ceiling), 5 no prologue (no rows
                       read, normed or staged: what the prologues cost), 6 and 7 the norms'
-                      rows without the residual's L2 read (6) or without any (7);
+                      rows without the residual's L2 read (6) or without any (7), their
+                      gains not read (8);
                       GLIM_CUDA_DIAG_RING, 0: off */
     int diag_att_twice; /* TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice,
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
@@ -349,8 +349,6 @@ long gcu_dmv_late_count(void);
 /* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC), at the level
  * asked for (a call that falls back to a lower level is not counted) */
 long gcu_dmv_spec_count(void);
-/* of the LATE ones, with the ring's other slots requested at the PDL wait (GLIM_CUDA_SPAN_RING_WAIT) */
-long gcu_dmv_ring_wait_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

@@ -427,7 +427,7 @@ static int dmv_span_groups(int nspan, int want, int W) {
  * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
  * scratch. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
-    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4 && c->diag_ring < 6) || d->diag_window)
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || (c->diag_ring && c->diag_ring != 4 && (c->diag_ring < 6 || c->diag_ring > 8)) || d->diag_window)
         return 0;
     const gcu_mat *m = c->m;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
@@ -468,7 +468,6 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
     /* the instance for the row blocks a chunk and the late ring (one row, sums in shared memory) */
     d->span_late = rpc == 1 && c->span_late && c->span_acc;
-    d->ring_at_wait = d->span_late && c->span_ring_wait;
     k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
@@ -537,6 +536,9 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     if (c->flag_wait && c->flag_need < 1)
         return glim_fail(err, GLIM_E_ARG, "decode matvec: a flag wait for %d blocks", c->flag_need);
     d->flag_arrive = c->flag_arrive;
+    d->pf_gain[0] = (const char *)c->pf_gain[0];
+    d->pf_gain[1] = (const char *)c->pf_gain[1];
+    d->pf_lines = c->pf_gain[0] && c->pf_gain[1] && c->pf_k > 0 ? (int)(((size_t)c->pf_k * 4 + 127) / 128) : 0;
     d->flag_wait = c->flag_wait;
     d->flag_need = (unsigned)c->flag_need;
     /* GLIM_CUDA_SPAN_SPEC: the LATE instance without what this call does not use (2 with the
@@ -592,8 +594,6 @@ static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) *
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
 static long spec_count; /* of those, on its SPEC instance at the level asked for (gcu_dmv_spec_count) */
 extern "C" long gcu_dmv_spec_count(void) { return spec_count; }
-static long ring_wait_count; /* of the LATE ones, with the ring at the wait (gcu_dmv_ring_wait_count) */
-extern "C" long gcu_dmv_ring_wait_count(void) { return ring_wait_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -613,7 +613,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) spec_count++;
-    if (s == GLIM_OK && d.span_warps && d.ring_at_wait) ring_wait_count++;
     return s;
 }
 

@@ -234,28 +234,19 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
+    if (d.pf_lines) dmv_gain_pf(d);
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
-    /* the LATE ring's other slots (before lane 0's loop refills): after the wait the previous
-     * kernel is done, so its bytes compete with nothing on the critical path but the
-     * prologue's L2 reads; at the wait (ring_at_wait) the memory streams them while the
-     * prologue runs, after the prologue (else) it idles through it */
-    auto late_slots = [&]() {
-        if (lane == 0)
-            for (int j = 1; j < S && request(&bar[j], ring + j * cstep); j++) {
-            }
-    };
-    if constexpr (LATE) {
-        if (d.ring_at_wait) late_slots();
-    }
     /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
      * nothing before the loop, each warp reads its own spans from global memory */
     if (rows) tma_rows<SPEC >= 3 ? 1 : -1>(d, m, scratch, wa, wo); /* SPEC 3: late_norm == rows */
-    if constexpr (LATE) {
-        if (!d.ring_at_wait) late_slots();
+    if constexpr (LATE) { /* the ring's other slots, before lane 0's loop refills */
+        if (lane == 0)
+            for (int j = 1; j < S && request(&bar[j], ring + j * cstep); j++) {
+            }
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */

@@ -183,8 +183,9 @@ __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, floa
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         const int i = threadIdx.x + j * DMV_THREADS;
-        wa[j] = d.pro == GCU_PRO_RESID && i < d.K ? __ldg(d.w_add + i) : 0.0f;
-        wo[j] = d.w_out && i < d.K ? __ldg(d.w_out + i) : 1.0f;
+        /* d.diag_ring 8 (timing, wrong logits): no gains read, what their first read costs */
+        wa[j] = d.pro == GCU_PRO_RESID && i < d.K && d.diag_ring != 8 ? __ldg(d.w_add + i) : 0.0f;
+        wo[j] = d.w_out && i < d.K && d.diag_ring != 8 ? __ldg(d.w_out + i) : 1.0f;
     }
 }
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the

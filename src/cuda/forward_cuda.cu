@@ -129,7 +129,7 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
-    o.span_ring_wait = env_int("GLIM_CUDA_SPAN_RING_WAIT", 0);
+    o.gain_pf = env_int("GLIM_CUDA_GAIN_PF", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -736,7 +736,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_chunk = (g->opt.span_two & pb) ? 4 : 2;
     c.span_late = (g->opt.span_late & pb) != 0;
     c.span_spec = g->opt.span_spec;
-    c.span_ring_wait = (g->opt.span_ring_wait & pb) != 0;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;
@@ -889,6 +888,11 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
+    if (g->opt.gain_pf && !hooked) { /* gate/up's gains */
+        o.pf_gain[0] = y->w_post_attn;
+        o.pf_gain[1] = y->w_pre_ffn;
+        o.pf_k = Hd;
+    }
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
@@ -899,6 +903,11 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                  GCU_EPI_STORE, s->dout, Hd);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
+    if (g->opt.gain_pf && !hooked) { /* the next qkvg's or the head's */
+        down.pf_gain[0] = y->w_post_ffn;
+        down.pf_gain[1] = l + 1 < g->L ? g->layer[l + 1].w_in : g->w_final;
+        down.pf_k = Hd;
+    }
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
         gu.stage_f = &y->down.f;
         gu.stage_dig = s->act_dig;
