@@ -201,9 +201,6 @@ typedef struct gcu_options {
                        scale before the loop and the softcap epilogue too (3), the uneven
                        shares and the inputs' scalar loads too (4) (GLIM_CUDA_SPAN_SPEC, 4 since
                        session 35: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %, RESULTS v36-v37) */
-    int gain_pf;    /* o_proj and down prefetch into L2 the gains of the NORM/RESID prologue after
-                       them (gate/up's, the next qkvg's or the head's) before their PDL wait
-                       (GLIM_CUDA_GAIN_PF, 0) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs

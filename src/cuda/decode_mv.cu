@@ -536,9 +536,6 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
     if (c->flag_wait && c->flag_need < 1)
         return glim_fail(err, GLIM_E_ARG, "decode matvec: a flag wait for %d blocks", c->flag_need);
     d->flag_arrive = c->flag_arrive;
-    d->pf_gain[0] = (const char *)c->pf_gain[0];
-    d->pf_gain[1] = (const char *)c->pf_gain[1];
-    d->pf_lines = c->pf_gain[0] && c->pf_gain[1] && c->pf_k > 0 ? (int)(((size_t)c->pf_k * 4 + 127) / 128) : 0;
     d->flag_wait = c->flag_wait;
     d->flag_need = (unsigned)c->flag_need;
     /* GLIM_CUDA_SPAN_SPEC: the LATE instance without what this call does not use (2 with the

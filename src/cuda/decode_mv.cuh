@@ -83,8 +83,6 @@ struct DmvArgs {
     int span_rpc;     /* its row blocks per chunk (one slot, one barrier): 1 or 2 */
     int span_fewer;   /* host's note: span_even / span_blocks cut the grid (gcu_dmv_even_count) */
     int span_late;    /* host's note: the LATE instance (GLIM_CUDA_SPAN_LATE; gcu_dmv_late_count) */
-    const char *pf_gain[2]; /* gcu_dmv_call.pf_gain: lines the blocks prefetch into L2 (dmv_gain_pf) */
-    int pf_lines;           /* 128-byte lines of each (0: none) */
     int span_scr_off; /* its warps' staging scratch (SPAN_SCRATCH_U4 uint4 each): byte offset */
     int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
                         * where the call needs more of the general one), 0 off it */
@@ -106,18 +104,6 @@ __device__ __forceinline__ void dmv_row_sums(float *acc, float *vg, float *vh) {
 /* Phases a block records when stamps != NULL (see gcu_dmv_call.stamps). */
 __device__ __forceinline__ void dmv_stamp(const DmvArgs &d, int k) {
     if (d.stamps) d.stamps[blockIdx.x * DMV_NSTAMP + k] = clock64();
-}
-
-/* GLIM_CUDA_GAIN_PF: the next kernel's two gain rows into L2, their 128-byte steps dealt over
- * the grid's threads (a few per block), before this kernel's wait: the next NORM/RESID
- * prologue then reads them from L2. Each address is inside its row (step k of
- * ceil(4K / 128) starts before the row's end), whatever the row's alignment. */
-__device__ __forceinline__ void dmv_gain_pf(const DmvArgs &d) {
-    const int li = (int)threadIdx.x * (int)gridDim.x + (int)blockIdx.x;
-    if (li < 2 * d.pf_lines) {
-        const char *p = d.pf_gain[li >= d.pf_lines] + (size_t)(li % d.pf_lines) * 128;
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-    }
 }
 
 /* A block's end (every thread, after its last work): the profiling stamps 5 (thread 0 done), 6

@@ -129,7 +129,6 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
-    o.gain_pf = env_int("GLIM_CUDA_GAIN_PF", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -888,11 +887,6 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
-    if (g->opt.gain_pf && !hooked) { /* gate/up's gains */
-        o.pf_gain[0] = y->w_post_attn;
-        o.pf_gain[1] = y->w_pre_ffn;
-        o.pf_k = Hd;
-    }
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
@@ -903,11 +897,6 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                  GCU_EPI_STORE, s->dout, Hd);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
-    if (g->opt.gain_pf && !hooked) { /* the next qkvg's or the head's */
-        down.pf_gain[0] = y->w_post_ffn;
-        down.pf_gain[1] = l + 1 < g->L ? g->layer[l + 1].w_in : g->w_final;
-        down.pf_k = Hd;
-    }
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
         gu.stage_f = &y->down.f;
         gu.stage_dig = s->act_dig;

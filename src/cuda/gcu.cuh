@@ -257,11 +257,6 @@ typedef struct gcu_dmv_call {
      * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
      * too (4; opt.span_spec) */
     int span_late, span_spec;
-    /* pf_gain: the next kernel's NORM/RESID gains (pf_k floats each, NULL: none), which this
-     * launch's blocks prefetch into L2 before their PDL wait, so that the next prologue does not
-     * wait on their first read (opt.gain_pf) */
-    const float *pf_gain[2];
-    int pf_k; /* their length */
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
