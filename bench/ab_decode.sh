@@ -57,5 +57,5 @@ if [ -n "${STEPS:-}" ]; then
     /^decode with /{v=$0; sub(/^decode with /, "", v); sub(/:$/, "", v); t = (v in done) ? 0 : 1; done[v] = 1; tab = 0; next}
     /^timeline @ ctx/{tab++}
     t && tab == 1 && /^\| [a-z]/ {name = $2; gsub(/^ +| +$/, "", name);
-      for (i = 1; i <= n; i++) if (name == w[i]) printf "  %s: %s: %s; %s; %s\n", v, name, $4, $5, $10}' $OUT/e.md
+      for (i = 1; i <= n; i++) if (name == w[i]) printf "  %s: %s: %s; %s; %s\n", v, name, $4, $5, $11}' $OUT/e.md
 fi

@@ -223,10 +223,10 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
               "attention, the last loop start is when the last block's tiles were done and the block "
               "phases are wait / q and tiles (q preparation + first tile's wait + the tiles' math) / "
               "partials and merge, over the blocks that work)\n\n"
-              "| kernel | launches | step (share of token) | first block start | past PDL wait | "
-              "run after wait | block-end spread | last loop start | block: wait / prologue / loop | "
-              "step x launches |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
+              "| kernel | launches | step (share of token) | first block start | last block start | "
+              "past PDL wait | run after wait | block-end spread | last loop start | "
+              "block: wait / prologue / loop | step x launches |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
     for (int i = 0; i < n; i++) {
         char last[32] = "", ph[96] = ""; /* decode matvecs and attention only */
         if (rows[i].loop_us > 0) {
@@ -238,8 +238,8 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
             else
                 snprintf(ph, sizeof ph, "%.2f / %.2f / %.2f", rows[i].wait_us, rows[i].pro_us, rows[i].loop_us);
         }
-        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f (%.1f%%) |\n",
-             rows[i].name, rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].release_us,
+        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f (%.1f%%) |\n",
+             rows[i].name, rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].start_last_us, rows[i].release_us,
              rows[i].run_us, rows[i].spread_us, last, ph,
              rows[i].step_us * rows[i].count, tok > 0 ? 100.0 * rows[i].step_us * rows[i].count / tok : 0.0);
     }

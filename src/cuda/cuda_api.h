@@ -310,6 +310,8 @@ typedef struct gcu_tl_row {
     char name[32];
     int count; /* launches per token */
     double step_us, start_us, release_us, run_us, spread_us;
+    double start_last_us; /* the last block's start (relative, as start_us): a block launched
+                             only once an SM of the previous kernel left */
     /* decode matvec: the last block's loop start (relative, as the above), and the block means
      * of waiting for the previous kernel, the prologue, the loop to the block's end; attention:
      * when the last block's tiles were done, and the means over its working blocks of waiting,

@@ -410,8 +410,9 @@ __device__ __forceinline__ void gcu_pdl_trigger() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 /* Timeline (bench --timeline): a kernel's slot is GCU_TL_FIELDS words at tl[i * GCU_TL_FIELDS];
- * block thread 0 folds %globaltimer in with atomicMin/Max. Fields: the first block's start, the
- * first block past the PDL wait, the first block's end, the last block's end; for the decode
+ * block thread 0 folds %globaltimer in with atomicMin/Max. Fields: the first and the last
+ * block's start, the first block past the PDL wait, the first block's end, the last block's
+ * end; for the decode
  * matvec also the last block's loop start and, summed over blocks, the time each spent waiting
  * (start to past the wait), in its prologue (past the wait to its loop), in its loop (to its
  * end), and the number of blocks; for attention, of its prologue (q and the tiles) the sums of
@@ -420,7 +421,7 @@ __device__ __forceinline__ void gcu_pdl_trigger() {
 enum {
     GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_LOOP_LAST = 4,
     GCU_TL_WAIT_SUM = 5, GCU_TL_PRO_SUM = 6, GCU_TL_LOOP_SUM = 7, GCU_TL_NBLK = 8, GCU_TL_Q_SUM = 9,
-    GCU_TL_TILE_SUM = 10, GCU_TL_FIELDS = 11
+    GCU_TL_TILE_SUM = 10, GCU_TL_START_LAST = 11, GCU_TL_FIELDS = 12
 };
 __device__ __forceinline__ unsigned long long gcu_tl_now() {
     unsigned long long t;
@@ -432,6 +433,7 @@ __device__ __forceinline__ void gcu_tl_mark(unsigned long long *tl, int field) {
     const unsigned long long t = gcu_tl_now();
     if (field == GCU_TL_END) atomicMax(tl + field, t);
     else atomicMin(tl + field, t);
+    if (field == GCU_TL_START) atomicMax(tl + GCU_TL_START_LAST, t); /* the last block's start too */
 }
 /* The end of a block (every thread calls it, after the block's last work). */
 __device__ __forceinline__ void gcu_tl_block_end(unsigned long long *tl) {

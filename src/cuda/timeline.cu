@@ -49,7 +49,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
     s->tl_kind = NULL;
     if (st != GLIM_OK) goto out;
     {
-        double sum[GCU_TLK_N][11];
+        double sum[GCU_TLK_N][12];
         int cnt[GCU_TLK_N];
         memset(sum, 0, sizeof sum);
         memset(cnt, 0, sizeof cnt);
@@ -80,6 +80,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                     a[2] += (double)t[GCU_TL_RELEASE] - pe;
                     a[3] += (double)t[GCU_TL_END] - (double)t[GCU_TL_RELEASE];
                     a[4] += (double)t[GCU_TL_END] - (double)t[GCU_TL_FIRST_END];
+                    a[11] += (double)t[GCU_TL_START_LAST] - pe;
                     if (t[GCU_TL_NBLK]) { /* the decode matvec's phases, block means */
                         const double nb = (double)t[GCU_TL_NBLK];
                         a[5] += (double)t[GCU_TL_LOOP_LAST] - pe;
@@ -115,6 +116,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                 w->loop_us = sum[k][8] / cnt[k] / 1e3;
                 w->q_us = sum[k][9] / cnt[k] / 1e3;
                 w->tile_us = sum[k][10] / cnt[k] / 1e3;
+                w->start_last_us = sum[k][11] / cnt[k] / 1e3;
             }
         }
     }
