@@ -631,6 +631,16 @@ static void att_pass_bits(void) {
     att_pass_bits_of("lean_long", wide, 300, lean, "1", gcu_attn_lean_count);
 }
 
+/* The wide switch model with the 30B's attention heads: 32 query heads over 2 kv heads of 128
+ * (16 a kv head), the shapes decode attention's specialised instance and head groups are for. */
+static glim_synth_spec heads_30b_spec(uint64_t seed) {
+    glim_synth_spec s = switch_spec(1, seed);
+    s.n_heads = 32;
+    s.n_kv_heads = 2;
+    s.head_dim = 128;
+    return s;
+}
+
 /* GLIM_CUDA_ATT_SPEC=1 (decode attention on the instance compiled for the 30B's decode: D 128,
  * a bf16 cache, the tensor-core tiles, no o_proj staging) computes what the lean instance does,
  * with those fields as constants: every decoded token's logits bit for bit, and it ran (its
@@ -647,10 +657,7 @@ static void att_pass_bits(void) {
  * 5-token prompt); a wrong key, mask or merge moves logits by 1e-2 and more. */
 static void att_spec_bits(void) {
     NEED_GPU();
-    glim_synth_spec s = switch_spec(1, 29);
-    s.n_heads = 32;
-    s.n_kv_heads = 2;
-    s.head_dim = 128;
+    const glim_synth_spec s = heads_30b_spec(29);
     static const char *const names[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_FAST"};
     static const char *const off[] = {"0", "2048", "1"}, *const on[] = {"1", "2048", "1"};
     static const char *const off64[] = {"0", "64", "1"}, *const on64[] = {"1", "64", "1"};
@@ -671,10 +678,7 @@ static void att_spec_bits(void) {
  * the same merge): the logits bit for bit, and the option was live at every layer. */
 static void att_group_half_bits(void) {
     NEED_GPU();
-    glim_synth_spec s = switch_spec(1, 31);
-    s.n_heads = 32;
-    s.n_kv_heads = 2;
-    s.head_dim = 128;
+    const glim_synth_spec s = heads_30b_spec(31);
     static const char *const names[] = {"GLIM_CUDA_ATT_GROUP_HALF", "GLIM_CUDA_ATT_HEADS", "GLIM_CUDA_FAST"};
     static const char *const heads8[] = {"0", "8", "1"}, *const half[] = {"8", "4", "1"};
     switch_bits_of("group_half", s, 35, 3, names, heads8, half, gcu_attn_half_count, s.n_layers);

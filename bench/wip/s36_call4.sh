@@ -13,13 +13,7 @@ q="name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reaso
 nvidia-smi --query-gpu=$q --format=csv,noheader
 rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
 scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-: > $OUT/checks.log
-for t in test_cuda_forward test_cuda_kernels test_cuda_hooks; do
-  echo "== $t" >> $OUT/checks.log
-  GLIM_REQUIRE_CUDA=1 timeout 250 build/tests/$t >> $OUT/checks.log 2>&1; echo "rc=$?" >> $OUT/checks.log
-done
-echo "checks: $(grep -c '^PASS' $OUT/checks.log) pass, $(grep -c '^FAIL' $OUT/checks.log) fail"
-grep -E '^FAIL|^rc=[1-9]' $OUT/checks.log | head -10
+sh bench/gpu_tests.sh
 CHECK_ONLY=att_group_half_bits,span_spec_bits GLIM_REQUIRE_CUDA=1 timeout 250 compute-sanitizer --tool memcheck \
   --error-exitcode 9 build/tests/test_cuda_forward > $OUT/san.log 2>&1
 echo "memcheck: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"
