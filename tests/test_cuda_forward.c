@@ -612,23 +612,6 @@ static void span_spec_bits(void) {
     }
 }
 
-/* GLIM_CUDA_SPAN_JOIN=3 (o_proj and gate/up, and down and the next layer's qkvg, each pair in one
- * launch, the second product's blocks released by the first's arrivals instead of a new grid)
- * computes each product as its own SPEC 4 launch does: the same logits bit for bit, on the wide
- * model with every product on that instance, and the pairs must have run (2 L - 1 a token, so at
- * least L). */
-static void span_join_bits(void) {
-    NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_SPAN_JOIN", "GLIM_CUDA_SPAN_SPEC", "GLIM_CUDA_SPAN_LATE",
-                                        "GLIM_CUDA_SPAN_TWO",  "GLIM_CUDA_SPAN",      "GLIM_CUDA_SPAN_ACC",
-                                        "GLIM_CUDA_FAST",      "GLIM_CUDA_CHAIN",     "GLIM_CUDA_FLAG_WAIT"};
-    static const char *const off[] = {"0", "4", "15", "0", "15", "1", "1", "0", "0"};
-    static const char *const on[] = {"3", "4", "15", "0", "15", "1", "1", "0", "0"};
-    const glim_synth_spec wide = switch_spec(1, 53);
-    switch_bits_of("span_join", wide, 2 * wide.sliding_window + 3, 9, names, off, on, gcu_dmv_pair_count,
-                   wide.n_layers);
-}
-
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -922,7 +905,6 @@ int main(void) {
     RUN(span_even_bits);
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
-    RUN(span_join_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
     char cmd[600];

@@ -201,9 +201,6 @@ typedef struct gcu_options {
                        scale before the loop and the softcap epilogue too (3), the uneven
                        shares and the inputs' scalar loads too (4) (GLIM_CUDA_SPAN_SPEC, 4 since
                        session 35: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %, RESULTS v36-v37) */
-    int span_join;  /* boundaries whose two products run as one launch of the span kernel's pair,
-                       the second's blocks resident through the first (1: o_proj -> gate/up,
-                       2: down -> the next layer's qkvg; GLIM_CUDA_SPAN_JOIN, 0) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -351,8 +348,6 @@ long gcu_dmv_late_count(void);
 /* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC), at the level
  * asked for (a call that falls back to a lower level is not counted) */
 long gcu_dmv_spec_count(void);
-/* pairs of products launched as one kernel (GLIM_CUDA_SPAN_JOIN) */
-long gcu_dmv_pair_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

@@ -261,11 +261,6 @@ static glim_status dmv_init(glim_error *err) {
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
     }
-    for (int k = 0; k < 4; k++) { /* the pairs (GLIM_CUDA_SPAN_JOIN): pps 2, 4 x scale type */
-        const void *fn = dmv_span_pair_kernel(2 << (k & 1), k >> 1);
-        cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap());
-        if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
-    }
     cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
     if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
@@ -691,46 +686,6 @@ extern "C" glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsign
     s = gcu_check(gcu_launch(fn, dim3((unsigned)nsm), dim3(DMV_THREADS), smem, st, c[0].pdl, args),
                   "decode matvec chain launch", err);
     if (s == GLIM_OK) chain_count++;
-    return s;
-}
-
-static long pair_count; /* pairs launched as one kernel (gcu_dmv_pair_count) */
-extern "C" long gcu_dmv_pair_count(void) { return pair_count; }
-
-/* Both products in one launch where each plans onto the SPEC 4 instance of one format and the
- * grid (the larger of the two) fits one block per SM (k_dmv_span_pair); else each as its own
- * kernel, as gcu_dmv_launch would. */
-extern "C" glim_status gcu_dmv_pair_launch(const gcu_dmv_call *c0, const gcu_dmv_call *c1, unsigned *flag,
-                                           cudaStream_t st, glim_error *err) {
-    DmvPair p;
-    const void *fn[2];
-    int blocks[2];
-    size_t smem[2];
-    memset(&p, 0, sizeof p);
-    glim_status s = dmv_plan(c0, &fn[0], &p.step[0], &blocks[0], &smem[0], err);
-    if (s == GLIM_OK) s = dmv_plan(c1, &fn[1], &p.step[1], &blocks[1], &smem[1], err);
-    if (s != GLIM_OK) return s;
-    const void *pf = dmv_span_pair_kernel(c0->m->f.pps, c0->m->sbf32);
-    const int grid = blocks[0] > blocks[1] ? blocks[0] : blocks[1];
-    const size_t sm = smem[0] > smem[1] ? smem[0] : smem[1];
-    const int ok = pf && flag && c0->span_spec == 4 && p.step[0].span_spec_run == 4 &&
-                   p.step[1].span_spec_run == 4 && fn[1] == fn[0] && p.step[0].cluster <= 1 &&
-                   p.step[1].cluster <= 1 && grid <= gcu_sm_count() && gcu_resident(pf, DMV_THREADS, sm, 1) >= grid;
-    if (!ok) {
-        s = gcu_dmv_launch(c0, st, err);
-        return s == GLIM_OK ? gcu_dmv_launch(c1, st, err) : s;
-    }
-    p.flag = flag;
-    void *args[] = {&p};
-    s = gcu_check(gcu_launch(pf, dim3((unsigned)grid), dim3(DMV_THREADS), sm, st, c0->pdl, args),
-                  "decode matvec pair launch", err);
-    if (s == GLIM_OK) {
-        pair_count++;
-        span_count += 2;
-        late_count += 2;
-        spec_count += 2;
-        even_count += (p.step[0].span_fewer != 0) + (p.step[1].span_fewer != 0);
-    }
     return s;
 }
 

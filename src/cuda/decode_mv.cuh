@@ -367,15 +367,6 @@ struct DmvChain {
 #define DMV_CHAIN_SMEM_MAX (220 * 1024)
 const void *dmv_chain_kernel(int pps, int sbf32);
 
-/* decode_mv_span.cu's pair (GLIM_CUDA_SPAN_JOIN): two products on the SPEC 4 instance in one
- * launch, the second released by the first's arrivals on flag ([2] device words, zero, left
- * zero). */
-struct DmvPair {
-    DmvArgs step[2];
-    unsigned *flag;
-};
-const void *dmv_span_pair_kernel(int pps, int sbf32);
-
 /* The run-time-chunked kernel of decode_mv_dyn.cu for this format and ring (rings 2..4), or
  * NULL. */
 const void *dmv_dyn_kernel(int pps, int sbf32, int ring);

@@ -411,68 +411,27 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
  * as well (4), so that the run path does not jump over their inlined code at every turn: a taken
  * jump to a line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
  * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
-template <int SPEC>
-__device__ __forceinline__ void span_spec_fold(DmvArgs &c) {
-    c.stamps = NULL;
-    c.diag_ring = 0;
-    c.flag_wait = NULL;
-    c.flag_arrive = NULL;
-    c.mv.fuse = 0;
-    if (SPEC >= 2) c.tl = NULL;
-    if (SPEC >= 3) {
-        /* the host checks both: the consumer norm's scale after the loop exactly where there
-         * is a row (so one test serves both), and no softcap (the head's, not this kernel's) */
-        c.late_norm = c.pro != GCU_PRO_RAW;
-        c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
-    }
-    if (SPEC >= 4) c.front = 1; /* (and span_pair_values's whole items: the host checks both) */
-}
-
 template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     if constexpr (SPEC == 0) {
         span_body<PPS, SBF32, RB, RPC, LATE, 0>(d);
     } else {
         DmvArgs c = d;
-        span_spec_fold<SPEC>(c);
+        c.stamps = NULL;
+        c.diag_ring = 0;
+        c.flag_wait = NULL;
+        c.flag_arrive = NULL;
+        c.mv.fuse = 0;
+        if (SPEC >= 2) c.tl = NULL;
+        if (SPEC >= 3) {
+            /* the host checks both: the consumer norm's scale after the loop exactly where there
+             * is a row (so one test serves both), and no softcap (the head's, not this kernel's) */
+            c.late_norm = c.pro != GCU_PRO_RAW;
+            c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
+        }
+        if (SPEC >= 4) c.front = 1; /* (and span_pair_values's whole items: the host checks both) */
         span_body<PPS, SBF32, RB, RPC, LATE, SPEC>(c);
     }
-}
-
-/* GLIM_CUDA_SPAN_JOIN: two products in one launch, each as the SPEC 4 instance computes it alone
- * (the same bits), the second's blocks released by the first's arrivals (gcu_flag_wait) instead
- * of a new grid. Why: apart, the second's blocks that need the first's SMs (one block per SM:
- * each takes the whole register file) launch only as those leave, the last ~0.5-1.2 us after
- * the first kernel's end, and then take ~1-1.5 us longer to their loop than a block that was
- * waiting (bench --timeline's last block start, RESULTS v38). Here every block is resident
- * through both: a block done with the first product requests the second's first ring slot and
- * waits for the others. The grid is the larger of the two products' (each step's blocks past
- * its own owners have no work there but arrive and wait); all of it resident at once, as
- * gcu_dmv_pair_launch checks. Unlike decode_chain.cu's chain, no ring runs across the boundary:
- * each step's ring is its own kernel's. */
-template <int PPS, bool SBF32>
-__global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span_pair(const __grid_constant__ DmvPair p) {
-    DmvArgs c0 = p.step[0], c1 = p.step[1];
-    span_spec_fold<4>(c0);
-    span_spec_fold<4>(c1);
-    c0.flag_arrive = p.flag;
-    c1.flag_wait = p.flag;
-    c1.flag_need = gridDim.x;
-    span_body<PPS, SBF32, 0, 1, true, 4>(c0);
-    /* the first step's shared memory, read by the generic proxy, becomes the second's ring,
-     * written by bulk copies (the arrival's block barrier orders the warps' reads before this) */
-    gcu_fence_proxy_async();
-    span_body<PPS, SBF32, 0, 1, true, 4>(c1);
-}
-
-const void *dmv_span_pair_kernel(int pps, int sbf32) {
-    switch (pps * 2 + (sbf32 ? 1 : 0)) {
-    case 4: return (const void *)k_dmv_span_pair<2, false>;
-    case 5: return (const void *)k_dmv_span_pair<2, true>;
-    case 8: return (const void *)k_dmv_span_pair<4, false>;
-    case 9: return (const void *)k_dmv_span_pair<4, true>;
-    }
-    return NULL;
 }
 
 template <int RB, int RPC, bool LATE, int SPEC = 0>

@@ -129,7 +129,6 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
-    o.span_join = env_int("GLIM_CUDA_SPAN_JOIN", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -876,24 +875,21 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     /* GLIM_CUDA_FLAG_WAIT (s->flags_now): every launch of the layer waits on the one before by a
      * flag slot (flag_link), layer 0's qkvg only arrives (the embedding before it keeps the PDL
      * wait) */
-    const int flags = s->flags_now, join = s->join_now ? g->opt.span_join : 0;
-    glim_status st = GLIM_OK;
-    if (!s->qkvg_ahead) { /* (GLIM_CUDA_SPAN_JOIN 2: launched with the previous layer's down) */
-        gcu_dmv_call q = l == 0 || hooked
-                             ? dmv_make(s, &y->qkvg, GCU_PRO_NORM, Hd, decode_embed_row(s), NULL, NULL, NULL,
-                                        y->w_in, GCU_EPI_STORE, s->qkvg, qr)
-                             : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
-                                        g->layer[l - 1].w_post_ffn, y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-        if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
-        st = gcu_dmv_launch(&q, s->st, err);
-    }
-    s->qkvg_ahead = 0;
+    const int flags = s->flags_now;
+    glim_status st;
+    gcu_dmv_call q = l == 0 || hooked
+                         ? dmv_make(s, &y->qkvg, GCU_PRO_NORM, Hd, decode_embed_row(s), NULL, NULL, NULL, y->w_in,
+                                    GCU_EPI_STORE, s->qkvg, qr)
+                         : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
+                                    y->w_in, GCU_EPI_STORE, s->qkvg, qr);
+    if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
+    st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
-    if (st == GLIM_OK && !(join & 1)) st = gcu_dmv_launch(&o, s->st, err);
-    if (st == GLIM_OK) st = reduce(s, s->oout, 1, err); /* (no join with a reduce: join_now) */
+    if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
+    if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h; /* never in place: decode_embed_row */
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
@@ -911,18 +907,10 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
         flag_link(s, &gu.flag_wait, &gu.flag_need, &gu.flag_arrive, gcu_dmv_blocks(&gu));
         flag_link(s, &down.flag_wait, &down.flag_need, &down.flag_arrive, gcu_dmv_blocks(&down));
     }
-    if (st == GLIM_OK)
-        st = join & 1 ? gcu_dmv_pair_launch(&o, &gu, s->chain_bar, s->st, err) : gcu_dmv_launch(&gu, s->st, err);
+    if (st == GLIM_OK) st = gcu_dmv_launch(&gu, s->st, err);
     if (st == GLIM_OK && hooked)
         st = hook_round_trip(s, s->act, 1, g->inter, 0, l, s->h_step[0], 0, 1, err);
-    if (st == GLIM_OK && (join & 2) && l + 1 < g->L) { /* with the next layer's qkvg */
-        gcu_dmv_call nq = dmv_make(s, &g->layer[l + 1].qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2,
-                                   y->w_post_ffn, g->layer[l + 1].w_in, GCU_EPI_STORE, s->qkvg, qr);
-        st = gcu_dmv_pair_launch(&down, &nq, s->chain_bar, s->st, err);
-        s->qkvg_ahead = st == GLIM_OK;
-    } else if (st == GLIM_OK) {
-        st = gcu_dmv_launch(&down, s->st, err);
-    }
+    if (st == GLIM_OK) st = gcu_dmv_launch(&down, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->dout, 1, err);
     if (st == GLIM_OK && hooked) {
         /* the next consumer's RESID prologue, first half only (its matvec then just norms h) */
@@ -958,8 +946,6 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
      * last arrival is waited for by the next layer's qkvg, the last layer's by the head */
     s->flags_now = s->flags && !s->hooks && !s->allreduce;
     s->flag_pend = NULL;
-    s->join_now = !s->flags_now && !s->hooks && !s->allreduce && s->chain_bar; /* (span_join's pairs) */
-    s->qkvg_ahead = 0;
     for (int l = 0; st == GLIM_OK && l < g->L; l++) st = decode_layer(s, l, err);
     if (st == GLIM_OK && s->hooks)
         st = dmv(s, &g->head, GCU_PRO_NORM, g->hidden, s->h, NULL, NULL, NULL, g->w_final,
@@ -975,8 +961,7 @@ static glim_status enqueue_decode(gcu_session *s, glim_error *err) {
     /* a launch that failed midway may have left a producer's arrivals without their wait: the
      * slots go back to zero once what was launched has run (stream order) */
     if (st != GLIM_OK && s->flags_now) cudaMemsetAsync(s->flag_slot, 0, 16, s->st);
-    if (st != GLIM_OK && s->join_now) cudaMemsetAsync(s->chain_bar, 0, 8, s->st);
-    s->flags_now = s->join_now = s->qkvg_ahead = 0;
+    s->flags_now = 0;
     return st;
 }
 

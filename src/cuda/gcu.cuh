@@ -286,11 +286,6 @@ glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *e
 int gcu_dmv_chain_ok(const gcu_dmv_call *c, int n);
 glim_status gcu_dmv_chain_launch(const gcu_dmv_call *c, int n, unsigned *bar, cudaStream_t st,
                                  glim_error *err);
-/* GLIM_CUDA_SPAN_JOIN: c0 then c1 (which reads what c0 writes) in one launch of the span
- * kernel's pair (decode_mv_span.cu), each computed as its own SPEC 4 launch computes it; where
- * the two do not fit it, two launches. flag: 2 device words, zero (left zero). */
-glim_status gcu_dmv_pair_launch(const gcu_dmv_call *c0, const gcu_dmv_call *c1, unsigned *flag,
-                                cudaStream_t st, glim_error *err);
 /* Only the residual add of a RESID prologue (h_out = h_in + centred_norm(src)), bit for bit as
  * the matvec would do it; c is the consumer's RESID call (its layout sizes the shared memory;
  * with w_out NULL the output norm's gain is not loaded). */

@@ -47,9 +47,6 @@ struct gcu_session {
                              every arrival then has its wait; a layer alone, as --profile times
                              it, would leave a slot counted or wait on one nobody fills) */
     unsigned *flag_pend;  /* while enqueuing: the slot the last launch arrives on (NULL: none) */
-    int join_now;         /* a whole decoded token is being enqueued with opt.span_join's pairs
-                             (their flag: chain_bar) */
-    int qkvg_ahead;       /* the next layer's qkvg went with this layer's down (span_join 2) */
     int flag_pend_blocks; /* and its grid, which the next launch waits for */
     int *dyn_cnt;   /* decode matvecs' chunk counters (gcu_dmv_call.dyn_ctr), zero between launches */
     long long *prof_stamps; /* profiling: decode_mv phase stamps (gcu_dmv_call.stamps), or NULL */
