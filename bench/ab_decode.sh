@@ -18,8 +18,7 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/ab_out}
 mkdir -p "$OUT"
 export OUT
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 # the other trees only where an item uses them (~1 min each)
 for t in old mid; do
   case " $* " in *" $t "*|*" $t,"*) ;; *) continue ;; esac

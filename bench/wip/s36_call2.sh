@@ -9,8 +9,7 @@
 # build/old_glimmer.xz. ~5 min.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 for t in span_ring_wait_bits span_spec_bits; do
   CHECK_ONLY=$t GLIM_REQUIRE_CUDA=1 timeout 200 build/tests/test_cuda_forward > $OUT/check_$t.log 2>&1
   echo "$t: rc=$? $(grep -cE '^PASS' $OUT/check_$t.log) pass $(grep -cE '^FAIL' $OUT/check_$t.log) fail"

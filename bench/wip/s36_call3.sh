@@ -6,8 +6,7 @@
 # (no gains read; wrong logits). Here first: make -j2 all. Carry .deps, build/src/cuda. ~5 min.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 GLIM_CUDA_GAIN_PF=1 GLIM_REQUIRE_CUDA=1 timeout 250 build/tests/test_cuda_forward > $OUT/check_pf.log 2>&1
 echo "test_cuda_forward GAIN_PF=1: rc=$? $(grep -cE '^PASS' $OUT/check_pf.log) pass $(grep -cE '^FAIL' $OUT/check_pf.log) fail"
 grep -E '^FAIL' $OUT/check_pf.log | head -5

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/../.." || exit 1
 [ -f build/cuda_objs.tar.xz ] && xz -dc build/cuda_objs.tar.xz | tar xf -
 q="name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
 nvidia-smi --query-gpu=$q --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 sh bench/gpu_tests.sh
 CHECK_ONLY=att_group_half_bits,span_spec_bits GLIM_REQUIRE_CUDA=1 timeout 250 compute-sanitizer --tool memcheck \
   --error-exitcode 9 build/tests/test_cuda_forward > $OUT/san.log 2>&1

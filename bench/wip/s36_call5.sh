@@ -5,8 +5,7 @@
 # timeline at ctx 0 / 4k / 32k, twice; test_cuda_forward. Carry .deps, build/src/cuda. ~2 min.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 GLIM_REQUIRE_CUDA=1 timeout 250 build/tests/test_cuda_forward > $OUT/check.log 2>&1
 echo "test_cuda_forward: rc=$? $(grep -cE '^PASS' $OUT/check.log) pass $(grep -cE '^FAIL' $OUT/check.log) fail"
 for r in 1 2; do

@@ -6,8 +6,7 @@
 # all. Carry .deps, build/src/cuda. ~4 min.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 CHECK_ONLY=span_join_bits,span_spec_bits GLIM_REQUIRE_CUDA=1 timeout 120 build/tests/test_cuda_forward > $OUT/check.log 2>&1
 rc=$?
 echo "span_join_bits, span_spec_bits: rc=$rc $(grep -cE '^PASS' $OUT/check.log) pass $(grep -cE '^FAIL' $OUT/check.log) fail"

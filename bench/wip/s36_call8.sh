@@ -8,8 +8,7 @@
 # build/src/cuda. ~3 min.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 CHECK_ONLY=span_join_bits GLIM_REQUIRE_CUDA=1 timeout 100 build/tests/test_cuda_forward > $OUT/check.log 2>&1
 rc=$?
 echo "span_join_bits: rc=$rc $(grep -cE '^PASS' $OUT/check.log) pass $(grep -cE '^FAIL' $OUT/check.log) fail"

@@ -11,15 +11,9 @@
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name --format=csv,noheader
 grep -q group_half_keys src/cuda/gcu.cuh || { echo "apply bench/wip/att_group_half.patch first"; exit 1; }
-rm -f build/src/cuda/*.d; touch build/src/cuda/*.o
-scripts/device_build.sh > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-: > $OUT/checks.log
-for t in test_cuda_forward test_cuda_kernels test_cuda_hooks; do
-  echo "== $t" >> $OUT/checks.log
-  GLIM_REQUIRE_CUDA=1 timeout 250 build/tests/$t >> $OUT/checks.log 2>&1; echo "rc=$?" >> $OUT/checks.log
-done
-echo "checks: $(grep -c '^PASS' $OUT/checks.log) pass, $(grep -c '^FAIL' $OUT/checks.log) fail"
-grep -E '^FAIL|check failed|group_half' $OUT/checks.log | head -10
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+sh bench/gpu_tests.sh
+grep -E 'check failed|group_half' $OUT/checks.log | head -10
 CHECK_ONLY=att_group_half_bits GLIM_REQUIRE_CUDA=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
   build/tests/test_cuda_forward > $OUT/san.log 2>&1
 echo "memcheck att_group_half_bits: rc=$? $(grep -E 'ERROR SUMMARY' $OUT/san.log | tail -1)"

@@ -220,10 +220,9 @@ typedef struct gcu_options {
                       than the products need (DmvArgs.diag_ring): 1 and 2 other address
                       patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
                       bytes at all (the loops' own compute ceiling), 5 no prologue (no rows
-                      read, normed or staged: what the prologues cost), 6 and 7 the norms'
-                      rows without the residual's L2 read (6) or without any (7), their
-                      gains not read (8);
-                      GLIM_CUDA_DIAG_RING, 0: off */
+                      read, normed or staged: what the prologues cost), and of the norms'
+                      prologue 6 the residual's L2 read left out, 7 both rows' reads, 8 the
+                      gains' reads; GLIM_CUDA_DIAG_RING, 0: off */
     int diag_att_twice; /* TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice,
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
                            timeline's "tiles' math" adds what a pass costs with its code, constants
