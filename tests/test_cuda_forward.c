@@ -584,6 +584,15 @@ static void span_chunk_bits(void) {
     static const char *const late[] = {"15", "0", "15", "1", "1", "1", "1", "0", "0"};
     switch_bits_of("span_late", wide, 2 * wide.sliding_window + 3, 9, lnames, off, late, gcu_dmv_late_count,
                    wide.n_layers);
+    /* both at once on the general instance (GLIM_CUDA_SPAN_SPEC=0: the two-row LATE kernel with
+     * everything compiled in, which the diagnostics and the profiling run) */
+    static const char *const bnames[] = {"GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_SPEC",
+                                         "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
+                                         "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const boff[] = {"0", "0", "0", "15", "1", "1", "1", "1", "0", "0"};
+    static const char *const both[] = {"15", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
+    switch_bits_of("span_two_late", wide, 2 * wide.sliding_window + 3, 10, bnames, boff, both, gcu_dmv_two_count,
+                   wide.n_layers);
 }
 
 /* GLIM_CUDA_SPAN_SPEC=1, 2, 3 and 4 (the LATE instance with the stamps, the no-bytes diagnostic,
@@ -608,6 +617,20 @@ static void span_spec_bits(void) {
         char name[32];
         snprintf(name, sizeof name, "span_spec%s", levels[i]);
         switch_bits_of(name, wide, 2 * wide.sliding_window + 3, 10, names, off, on, gcu_dmv_spec_count,
+                       3 * wide.n_layers);
+    }
+    /* the same with two row blocks a chunk (GLIM_CUDA_SPAN_TWO=15 on the LATE instance, at the
+     * levels the decode and the timeline take): the same bits again, and the two-row SPEC
+     * instance must have run (every product fits two slots of two row blocks at these shapes) */
+    static const char *const levels2[] = {"1", "4"};
+    for (int i = 0; i < 2; i++) {
+        const char *on[10];
+        memcpy(on, off, sizeof on);
+        on[0] = levels2[i];
+        on[2] = "15";
+        char name[32];
+        snprintf(name, sizeof name, "span_spec%s_two", levels2[i]);
+        switch_bits_of(name, wide, 2 * wide.sliding_window + 3, 10, names, off, on, gcu_dmv_two_spec_count,
                        3 * wide.n_layers);
     }
 }

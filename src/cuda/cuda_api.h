@@ -183,12 +183,12 @@ typedef struct gcu_options {
     int span_two;   /* the products (mask as span) whose span kernel, with its sums in shared
                        memory, takes two row blocks a chunk (4 units a ring slot, one barrier and
                        one refill per two; where two slots of them fit, so never gate/up at the
-                       30B's shapes) instead of one (GLIM_CUDA_SPAN_TWO, 9: qkvg and down,
-                       ~+0.2 % at ctx 0 and ~+0.4 % at 32k on an H100, 12 rounds in three
-                       calls; with o_proj too, -1 %: its ring, requested while attention runs,
-                       holds twice the bytes (2 slots of 4 units) and attention's tiles took
-                       7.3 us instead of 5.1; session 28, RESULTS v30) */
-    int span_late;  /* the products (mask as span) whose one-row span kernel requests only its
+                       30B's shapes) instead of one (GLIM_CUDA_SPAN_TWO, 0. Session 28: 9, qkvg
+                       and down, ~+0.2 % on an H100 off the LATE instance; since session 37 on
+                       the LATE and SPEC instances too: on an H100 -0.4 %, without weight bytes
+                       (the loops compute-bound, as an H200's are) +1.8 %, RESULTS v39) */
+    int span_late;  /* the products (mask as span) whose span kernel (sums in shared memory, one
+                       or two row blocks a chunk) requests only its
                        ring's first slot before the PDL wait, the rest after the prologue: for
                        o_proj, half the bytes requested while attention runs, which slow
                        attention's first pass (RESULTS v30) (GLIM_CUDA_SPAN_LATE; 6, o_proj and
@@ -340,13 +340,15 @@ long gcu_dmv_span_count(void);
 /* Of those, the launches on fewer blocks than SMs and row blocks allow (GLIM_CUDA_SPAN_EVEN,
  * GLIM_CUDA_SPAN_BLOCKS_*). */
 long gcu_dmv_even_count(void);
-/* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on the
- * one-row LATE instance (GLIM_CUDA_SPAN_LATE), for tests. */
+/* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on a LATE
+ * instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
 long gcu_dmv_late_count(void);
 /* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC), at the level
  * asked for (a call that falls back to a lower level is not counted) */
 long gcu_dmv_spec_count(void);
+/* of those, with two row blocks a chunk */
+long gcu_dmv_two_spec_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

@@ -249,14 +249,16 @@ static glim_status dmv_init(glim_error *err) {
                     if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
                 }
             }
-    for (int k = 0; k < 36; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
-                                     * (registers of two sizes, shared memory with 1 or 2 row blocks
-                                     * a chunk, or 1 and the late ring, the last also as SPEC 1-4) */
-        const int place = k >> 2;
-        const void *fn = place >= 5 ? dmv_span_spec_kernel(2 << (k & 1), (k >> 1) & 1, place - 4)
-                                    : dmv_span_kernel(2 << (k & 1), (k >> 1) & 1,
-                                                      place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL, place >= 2,
-                                                      place == 3 ? 2 : 1, place == 4);
+    for (int k = 0; k < 56; k++) { /* the span-major kernels: pps 2, 4 x scale type x the sums' place
+                                     * (registers of two sizes; shared memory with 1 or 2 row blocks
+                                     * a chunk, each with or without the late ring, the late ones
+                                     * also as SPEC 1-4) */
+        const int place = k >> 2, pps = 2 << (k & 1), sbf32 = (k >> 1) & 1;
+        const void *fn = place >= 10 ? dmv_span_spec_kernel(pps, sbf32, place - 9, 2)
+                         : place >= 6 ? dmv_span_spec_kernel(pps, sbf32, place - 5, 1)
+                                      : dmv_span_kernel(pps, sbf32, place == 1 ? SPAN_RB_MAX : SPAN_RB_SMALL,
+                                                        place >= 2, place == 3 || place == 5 ? 2 : 1,
+                                                        place >= 4);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -468,7 +470,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
     /* the instance for the row blocks a chunk and the late ring (one row, sums in shared memory) */
-    d->span_late = rpc == 1 && c->span_late && c->span_acc;
+    d->span_late = c->span_late && c->span_acc;
     k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
@@ -555,7 +557,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
             spec = 3;
         if (spec >= 3 && (d->late_norm != (d->pro != GCU_PRO_RAW) || d->mv.epi == GCU_EPI_SOFTCAP)) spec = 2;
         if (spec >= 2 && d->tl) spec = 1;
-        fn = dmv_span_spec_kernel(f->pps, c->m->sbf32, spec);
+        fn = dmv_span_spec_kernel(f->pps, c->m->sbf32, spec, d->span_rpc);
         d->span_spec_run = spec;
     }
     *fn_out = fn;
@@ -592,6 +594,8 @@ static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) *
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
 static long spec_count; /* of those, on its SPEC instance at the level asked for (gcu_dmv_spec_count) */
 extern "C" long gcu_dmv_spec_count(void) { return spec_count; }
+static long two_spec_count; /* of those, two row blocks a chunk (gcu_dmv_two_spec_count) */
+extern "C" long gcu_dmv_two_spec_count(void) { return two_spec_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -611,6 +615,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) spec_count++;
+    if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec && d.span_rpc == 2) two_spec_count++;
     return s;
 }
 

@@ -344,10 +344,10 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
 /* the span-major kernel for a format, the warp's most row blocks, the sums' place (shared memory
- * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with
- * one row block a chunk in shared memory: one ring slot requested before the PDL wait) */
+ * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with the
+ * sums in shared memory: one ring slot requested before the PDL wait) */
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late);
-const void *dmv_span_spec_kernel(int pps, int sbf32, int spec);
+const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

@@ -149,7 +149,8 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
  * compile time: as a run-time value (session 28, call 1) its branches made the one-row
  * instance, which gate/up runs, 0.9 us a layer slower, more than the two-row chunks gave the
  * other products. LATE: the ring's first slot before the PDL wait, the rest after the prologue
- * (GLIM_CUDA_SPAN_LATE's products, with one row block a chunk). */
+ * (GLIM_CUDA_SPAN_LATE's products; one or two row blocks a chunk since session 37, so that
+ * GLIM_CUDA_SPAN_TWO's products keep the SPEC instances). */
 template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC>
 __device__ __forceinline__ void span_body(const DmvArgs &d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
@@ -164,7 +165,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const int npair = (w.sB - w.sA + 1) / 2;
     const unsigned ub = (unsigned)uw * 16u;
     static_assert(RPC == 1 || (RPC == 2 && RB == 0), "two row blocks a chunk only with the sums in shared memory");
-    static_assert(!LATE || (RB == 0 && RPC == 1), "the late ring only on the one-row shared-memory instance");
+    static_assert(!LATE || RB == 0, "the late ring only on the shared-memory instances");
     constexpr int rpc = RPC; /* d.span_rpc, the host's choice */
     const size_t cstep = (size_t)SPAN_CHUNK * rpc * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
@@ -445,9 +446,15 @@ static const void *span_pick(int pps, int sbf32) {
     return NULL;
 }
 
-/* The LATE instance with SPEC 1, 2, 3 or 4 (k_dmv_span's SPEC), for a call whose plan took the LATE
- * instance and uses none of what that SPEC compiles out (dmv_plan checks). */
-const void *dmv_span_spec_kernel(int pps, int sbf32, int spec) {
+/* A LATE instance with SPEC 1, 2, 3 or 4 (k_dmv_span's SPEC), for a call whose plan took the LATE
+ * instance and uses none of what that SPEC compiles out (dmv_plan checks); rpc: its row blocks a
+ * chunk (GLIM_CUDA_SPAN_TWO's products: 2). */
+const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc) {
+    if (rpc == 2)
+        return spec == 4 ? span_pick<0, 2, true, 4>(pps, sbf32)
+             : spec == 3 ? span_pick<0, 2, true, 3>(pps, sbf32)
+             : spec == 2 ? span_pick<0, 2, true, 2>(pps, sbf32)
+                         : span_pick<0, 2, true, 1>(pps, sbf32);
     return spec == 4 ? span_pick<0, 1, true, 4>(pps, sbf32)
          : spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
          : spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32)
@@ -456,7 +463,7 @@ const void *dmv_span_spec_kernel(int pps, int sbf32, int spec) {
 
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {
     if (smem_sums)
-        return rpc == 2 ? span_pick<0, 2, false>(pps, sbf32)
+        return rpc == 2 ? (late ? span_pick<0, 2, true>(pps, sbf32) : span_pick<0, 2, false>(pps, sbf32))
                : late   ? span_pick<0, 1, true>(pps, sbf32)
                         : span_pick<0, 1, false>(pps, sbf32);
     if (rb_max <= SPAN_RB_SMALL) return span_pick<SPAN_RB_SMALL, 1, false>(pps, sbf32);

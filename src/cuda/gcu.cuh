@@ -251,8 +251,8 @@ typedef struct gcu_dmv_call {
      * row blocks a chunk where two slots of them fit; 0, the tests' zeroed calls, too) or 2
      * (one); the decode sets it per product from GLIM_CUDA_SPAN_TWO */
     int span_chunk;
-    /* span_late: with one row block a chunk and the sums in shared memory, the ring's first
-     * slot requested before the PDL wait and the rest after the prologue; span_spec: that
+    /* span_late: with the sums in shared memory (one or two row blocks a chunk), the ring's
+     * first slot requested before the PDL wait and the rest after the prologue; span_spec: that
      * instance with the diagnostics compiled out (1), the timeline too (2), the norm's scale
      * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
      * too (4; opt.span_spec) */
