@@ -195,7 +195,10 @@ __device__ void at_pv_mma_out(const gcu_attn_call &a, const AtSmem &sm, int G, c
  * was unrolled 4-fold with its remainder, ~350 instructions a copy, and the run path jumped over
  * one or two such copies per tile (ncu, session 35; each a cold line, bench/icache_probe.cu).
  * The ring's row: tile0 % R once, then wrapped by one subtraction (a tile's nv <= R keys are
- * distinct rows). The same copies as the loop's: the same bits. */
+ * distinct rows). The same copies as the loop's: the same bits. Its rows past nv are written
+ * zero by the same copies (source size 0) where nv > 0, so that the tensor cores' whole tile
+ * needs no zeroing after the wait (at_tiles: at ctx 0 ~31 two-byte stores a thread on the
+ * critical path, the first tile being requested before the PDL wait). */
 template <bool W128 = false>
 __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const AtSmem &sm, int kvh,
                                                 int tile0, int nv, int b) {
@@ -211,7 +214,7 @@ __device__ __forceinline__ void at_tile_request(const gcu_attn_call &a, const At
             const int r = threadIdx.x + (v ? k - KR : k) * GCU_ATT_THREADS, kl = r / C16, c = r % C16;
             const int row = row0 + kl >= a.R ? row0 + kl - a.R : row0 + kl;
             const char *src = (const char *)(v ? a.vc : a.kc) + ((size_t)row * a.Hkv + kvh) * RB + c * 16;
-            gcu_cp_async16_if((v ? vd : kd) + kl * sm.rowb + c * 16, src, kl < nv);
+            gcu_cp_async16_zfill((v ? vd : kd) + kl * sm.rowb + c * 16, src, kl < nv, nv > 0);
         }
         gcu_cp_commit();
         return;
@@ -666,9 +669,11 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
         if (mma) {
             /* the tensor cores read whole tiles: the newest key and value from this block's
              * copies, rows past the split's end zero (stale rows could hold NaNs, and 0 x NaN
-             * is NaN); the scores mask those keys by position */
+             * is NaN; the decode instance's requests wrote them zero already); the scores mask
+             * those keys by position */
             const bool own = newest >= tile0 && newest < tile0 + nv_t;
-            if (own || nv_t < GCU_ATT_TILE) {
+            const bool tail = !SPEC && nv_t < GCU_ATT_TILE;
+            if (own || tail) {
                 char *kt = b ? sm.kt1 : sm.kt0, *vt = b ? sm.vt1 : sm.vt0;
                 if (own)
                     for (int d = tid; d < D; d += GCU_ATT_THREADS) {
@@ -676,8 +681,9 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
                         ((__nv_bfloat16 *)(kt + kl * sm.rowb))[d] = __float2bfloat16_rn(sm.kbuf[d]);
                         ((__nv_bfloat16 *)(vt + kl * sm.rowb))[d] = __float2bfloat16_rn(sm.vbuf[d]);
                     }
-                for (int i = nv_t * D + tid; i < GCU_ATT_TILE * D; i += GCU_ATT_THREADS)
-                    ((__nv_bfloat16 *)(vt + (i / D) * sm.rowb))[i % D] = __float2bfloat16_rn(0.0f);
+                if (tail)
+                    for (int i = nv_t * D + tid; i < GCU_ATT_TILE * D; i += GCU_ATT_THREADS)
+                        ((__nv_bfloat16 *)(vt + (i / D) * sm.rowb))[i % D] = __float2bfloat16_rn(0.0f);
                 __syncthreads();
             }
             at_scores_mma(a, sm, b, G, tile0, my1);

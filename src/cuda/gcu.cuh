@@ -706,6 +706,15 @@ __device__ __forceinline__ void gcu_cp_async16_if(void *dst, const void *src, bo
                  ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"((int)on) : "memory");
 }
 
+/* 16 bytes from global src to shared dst where fill, else 16 zero bytes (the copy's source size
+ * 0: nothing is read, src need only be an address), and nothing at all where !issue; complete
+ * as above. */
+__device__ __forceinline__ void gcu_cp_async16_zfill(void *dst, const void *src, bool fill, bool issue) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n\t}"
+                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(fill ? 16 : 0), "r"((int)issue)
+                 : "memory");
+}
+
 /* 4 bytes from global src to shared dst as an asynchronous copy (through L1); complete as above. */
 __device__ __forceinline__ void gcu_cp_async4(void *dst, const void *src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
