@@ -225,12 +225,13 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
               "partials and merge, over the blocks that work)\n\n"
               "| kernel | launches | step (share of token) | first block start | last block start | "
               "past PDL wait | run after wait | block-end spread | last loop start | "
-              "block: wait / prologue / loop | step x launches |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
+              "block: wait / prologue / loop | block: shortest wait / longest prologue | step x launches |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", pos, tok);
     for (int i = 0; i < n; i++) {
-        char last[32] = "", ph[96] = ""; /* decode matvecs and attention only */
+        char last[32] = "", ph[96] = "", ext[48] = ""; /* decode matvecs and attention only */
         if (rows[i].loop_us > 0) {
             snprintf(last, sizeof last, "%.2f", rows[i].loop_last_us);
+            snprintf(ext, sizeof ext, "%.2f / %.2f", rows[i].wait_min_us, rows[i].pro_max_us);
             if (rows[i].q_us > 0 || rows[i].tile_us > 0) /* attention */
                 snprintf(ph, sizeof ph, "%.2f / %.2f (%.2f + %.2f + %.2f) / %.2f", rows[i].wait_us, rows[i].pro_us,
                          rows[i].q_us, rows[i].tile_us, rows[i].pro_us - rows[i].q_us - rows[i].tile_us,
@@ -238,9 +239,9 @@ static void timeline_table(FILE *out, gcu_session *s, int pos) {
             else
                 snprintf(ph, sizeof ph, "%.2f / %.2f / %.2f", rows[i].wait_us, rows[i].pro_us, rows[i].loop_us);
         }
-        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f (%.1f%%) |\n",
+        emit(out, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %.0f (%.1f%%) |\n",
              rows[i].name, rows[i].count, rows[i].step_us, rows[i].start_us, rows[i].start_last_us, rows[i].release_us,
-             rows[i].run_us, rows[i].spread_us, last, ph,
+             rows[i].run_us, rows[i].spread_us, last, ph, ext,
              rows[i].step_us * rows[i].count, tok > 0 ? 100.0 * rows[i].step_us * rows[i].count / tok : 0.0);
     }
     emit(out, "\n| what | tok/s | ms/token (wall) | GPU ms/token | floor ms/token | fraction of floor |\n"

@@ -320,6 +320,9 @@ typedef struct gcu_tl_row {
      * first tile's wait (its keys and values in shared memory); the rest is the tiles' scores,
      * softmax and weighted values (else 0) */
     double q_us, tile_us;
+    /* of the same blocks, the shortest wait (a block started after the previous kernel's end:
+     * its work before the wait, which returns at once) and the longest prologue */
+    double wait_min_us, pro_max_us;
 } gcu_tl_row;
 int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows, int max, double *token_us,
                  glim_error *err);

@@ -417,11 +417,14 @@ __device__ __forceinline__ void gcu_pdl_trigger() {
  * (start to past the wait), in its prologue (past the wait to its loop), in its loop (to its
  * end), and the number of blocks; for attention, of its prologue (q and the tiles) the sums of
  * the q preparation (past the wait to q ready) and of the first tile's wait (q ready to the
- * tile in shared memory). */
+ * tile in shared memory); and over the same blocks the shortest wait (a block that started
+ * after the previous kernel's end: what it does before the wait, which then returns at once) and
+ * the longest prologue. */
 enum {
     GCU_TL_START = 0, GCU_TL_RELEASE = 1, GCU_TL_FIRST_END = 2, GCU_TL_END = 3, GCU_TL_LOOP_LAST = 4,
     GCU_TL_WAIT_SUM = 5, GCU_TL_PRO_SUM = 6, GCU_TL_LOOP_SUM = 7, GCU_TL_NBLK = 8, GCU_TL_Q_SUM = 9,
-    GCU_TL_TILE_SUM = 10, GCU_TL_START_LAST = 11, GCU_TL_FIELDS = 12
+    GCU_TL_TILE_SUM = 10, GCU_TL_START_LAST = 11, GCU_TL_WAIT_MIN = 12, GCU_TL_PRO_MAX = 13,
+    GCU_TL_FIELDS = 14
 };
 __device__ __forceinline__ unsigned long long gcu_tl_now() {
     unsigned long long t;
@@ -451,6 +454,8 @@ __device__ __forceinline__ void gcu_tl_phases(unsigned long long *tl, const unsi
     atomicAdd(tl + GCU_TL_PRO_SUM, t[2] - t[1]);
     atomicAdd(tl + GCU_TL_LOOP_SUM, now - t[2]);
     atomicAdd(tl + GCU_TL_NBLK, 1ull);
+    atomicMin(tl + GCU_TL_WAIT_MIN, t[1] - t[0]);
+    atomicMax(tl + GCU_TL_PRO_MAX, t[2] - t[1]);
 }
 /* Attention's parts of its prologue (thread 0; t: start, past the wait, tiles done, q ready,
  * first tile in; the last two 0 when not reached). */

@@ -5,7 +5,8 @@
  * end minus the previous kernel's) adds up to the token's time, so it says which kernel the
  * critical path spends its time in; "release" (past the wait minus the previous kernel's end) is
  * the price of a kernel boundary. For the decode matvec it adds the block means of waiting,
- * prologue (rows, norms, staging) and loop, and when the last block started its loop; for
+ * prologue (rows, norms, staging) and loop, the shortest wait and the longest prologue, and when
+ * the last block started its loop; for
  * attention (sliding and full layers apart) the means over its working blocks of waiting, q and
  * the tiles (of which the q preparation and the first tile's wait), then the partials and the
  * merge, and when the last block's tiles were done. The in-kernel phase stamps of --profile time
@@ -37,7 +38,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
     }
     for (size_t i = 0; i < words; i++) { /* minima start high, maxima and sums at zero */
         const int f = (int)(i % GCU_TL_FIELDS);
-        init[i] = f == GCU_TL_START || f == GCU_TL_RELEASE || f == GCU_TL_FIRST_END ? ~0ull : 0;
+        init[i] = f == GCU_TL_START || f == GCU_TL_RELEASE || f == GCU_TL_FIRST_END || f == GCU_TL_WAIT_MIN ? ~0ull : 0;
     }
     st = gcu_check(cudaMalloc((void **)&s->tl, words * sizeof *host), "timeline buffer", err);
     if (st != GLIM_OK) goto out;
@@ -49,7 +50,7 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
     s->tl_kind = NULL;
     if (st != GLIM_OK) goto out;
     {
-        double sum[GCU_TLK_N][12];
+        double sum[GCU_TLK_N][14];
         int cnt[GCU_TLK_N];
         memset(sum, 0, sizeof sum);
         memset(cnt, 0, sizeof cnt);
@@ -89,6 +90,8 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                         a[8] += (double)t[GCU_TL_LOOP_SUM] / nb;
                         a[9] += (double)t[GCU_TL_Q_SUM] / nb; /* attention only, else 0 */
                         a[10] += (double)t[GCU_TL_TILE_SUM] / nb;
+                        a[12] += (double)t[GCU_TL_WAIT_MIN];
+                        a[13] += (double)t[GCU_TL_PRO_MAX];
                     }
                     cnt[kind[i]]++;
                 }
@@ -117,6 +120,8 @@ extern "C" int gcu_timeline(gcu_session *s, int pos, int reps, gcu_tl_row *rows,
                 w->q_us = sum[k][9] / cnt[k] / 1e3;
                 w->tile_us = sum[k][10] / cnt[k] / 1e3;
                 w->start_last_us = sum[k][11] / cnt[k] / 1e3;
+                w->wait_min_us = sum[k][12] / cnt[k] / 1e3;
+                w->pro_max_us = sum[k][13] / cnt[k] / 1e3;
             }
         }
     }
