@@ -46,6 +46,16 @@ __device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
     return m;
 }
 
+/* NORM/RESID in registers: thread tid holds elements tid + DMV_THREADS j of the row for j <
+ * tma_elems(K). The element loops test j against this count (a compare with a constant) and
+ * address from one pointer per row (a constant offset): with a bounds test and an address per
+ * element, the gains' loads alone took a late-started block ~0.65 us before its PDL wait
+ * (RESULTS v39, call 12). */
+__device__ __forceinline__ int tma_elems(int K) {
+    const unsigned tid = threadIdx.x;
+    return (unsigned)K > tid ? (int)(((unsigned)K - tid + DMV_THREADS - 1) / DMV_THREADS) : 0;
+}
+
 /* NORM/RESID from registers into m.row: the arithmetic of dmv_residual + dmv_prepare_row, in
  * their order. s, h: the inputs (read after the wait); wa, wo: the gains (before it). LN: a.late_norm
  * where the caller knows it (0 or 1: the other path is not compiled; the span kernel's SPEC 3 and
@@ -54,22 +64,21 @@ template <int LN = -1>
 static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const DmvSmem &m, DmvSum *scratch,
                                                        float *s, const float *h, const float *wa,
                                                        const float *wo) {
-    const int K = a.K, tid = threadIdx.x;
+    const int K = a.K, tid = threadIdx.x, nj = tma_elems(K);
     DmvSum ss = 0;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++)
-        if (tid + j * DMV_THREADS < K) ss += s[j] * s[j];
+        if (j < nj) ss += s[j] * s[j];
     if (a.pro == GCU_PRO_RESID) {
         const float inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 0), K, a.eps_add);
-        const bool writer = blockIdx.x == 0 && a.h_out;
+        float *hw = blockIdx.x == 0 && a.h_out ? a.h_out + tid : NULL; /* block 0 writes the row */
         ss = 0;
 #pragma unroll
         for (int j = 0; j < TMA_JM; j++) {
-            const int i = tid + j * DMV_THREADS;
-            if (i >= K) break;
+            if (j >= nj) break;
             const float y = dmv_resid_value(s[j], inv, h[j], wa[j]);
             s[j] = y;
-            if (writer) a.h_out[i] = y;
+            if (hw) hw[j * DMV_THREADS] = y;
             ss += y * y;
         }
     }
@@ -80,11 +89,11 @@ static __device__ __forceinline__ void tma_prepare_row(const DmvArgs &a, const D
     float inv = 1.0f;
     if (LN >= 0 ? LN == 1 : a.late_norm) dmv_block_put(ss, scratch, 1);
     else inv = dmv_norm_inv(dmv_block_sum(ss, scratch, 1), K, a.eps_out);
+    float *row = m.row + tid;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
-        const int i = tid + j * DMV_THREADS;
-        if (i >= K) break;
-        m.row[i] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
+        if (j >= nj) break;
+        row[j * DMV_THREADS] = dmv_norm_value(s[j], inv, wo[j], a.norm_out == GCU_NORM_CENTERED);
     }
     __syncthreads();
 }
@@ -180,12 +189,14 @@ __device__ __forceinline__ void tma_warp_units(const DmvArgs &d, int own, int ow
 /* NORM/RESID: the gains (weights: before the wait) into registers, each thread its elements
  * tid + 512 j. */
 __device__ __forceinline__ void tma_load_gains(const DmvArgs &d, float *wa, float *wo) {
+    /* d.diag_ring 8 (timing, wrong logits): no gains read, what their first read costs */
+    const int nj = d.diag_ring != 8 ? tma_elems(d.K) : 0;
+    const float *pa = d.pro == GCU_PRO_RESID ? d.w_add + threadIdx.x : NULL;
+    const float *po = d.w_out ? d.w_out + threadIdx.x : NULL;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
-        const int i = threadIdx.x + j * DMV_THREADS;
-        /* d.diag_ring 8 (timing, wrong logits): no gains read, what their first read costs */
-        wa[j] = d.pro == GCU_PRO_RESID && i < d.K && d.diag_ring != 8 ? __ldg(d.w_add + i) : 0.0f;
-        wo[j] = d.w_out && i < d.K && d.diag_ring != 8 ? __ldg(d.w_out + i) : 1.0f;
+        wa[j] = pa && j < nj ? __ldg(pa + j * DMV_THREADS) : 0.0f;
+        wo[j] = po && j < nj ? __ldg(po + j * DMV_THREADS) : 1.0f;
     }
 }
 /* NORM/RESID after the wait: the rows the previous kernel (or step) wrote, through L2, then the
@@ -194,13 +205,15 @@ template <int LN = -1>
 __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, DmvSum *scratch, const float *wa,
                                          const float *wo) {
     float s[TMA_JM], h[TMA_JM];
+    const int nj = tma_elems(d.K);
+    /* d.diag_ring 6, 7 (timing diagnostics, wrong logits): the residual's read left out (6),
+     * both reads (7): what the prologue's L2 reads cost, every block reading the same rows */
+    const float *ps = d.diag_ring != 7 ? d.src + threadIdx.x : NULL;
+    const float *ph = d.pro == GCU_PRO_RESID && d.diag_ring < 6 ? d.h_in + threadIdx.x : NULL;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
-        const int i = threadIdx.x + j * DMV_THREADS;
-        /* d.diag_ring 6, 7 (timing diagnostics, wrong logits): the residual's read left out (6),
-         * both reads (7): what the prologue's L2 reads cost, every block reading the same rows */
-        s[j] = i < d.K && d.diag_ring != 7 ? __ldcg(d.src + i) : 0.0f;
-        h[j] = d.pro == GCU_PRO_RESID && i < d.K && d.diag_ring < 6 ? __ldcg(d.h_in + i) : 0.0f;
+        s[j] = ps && j < nj ? __ldcg(ps + j * DMV_THREADS) : 0.0f;
+        h[j] = ph && j < nj ? __ldcg(ph + j * DMV_THREADS) : 0.0f;
     }
     tma_prepare_row<LN>(d, m, scratch, s, h, wa, wo);
 }
