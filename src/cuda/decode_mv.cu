@@ -469,7 +469,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const size_t slot_bytes = (size_t)2 * rpc * m->unit_bytes;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
-    /* the instance for the row blocks a chunk and the late ring (one row, sums in shared memory) */
+    /* the instance for the row blocks a chunk and the late ring (sums in shared memory) */
     d->span_late = c->span_late && c->span_acc;
     k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;

@@ -49,8 +49,8 @@ __device__ __forceinline__ DmvSmem tma_smem_at(const DmvArgs &d, void *base) {
 /* NORM/RESID in registers: thread tid holds elements tid + DMV_THREADS j of the row for j <
  * tma_elems(K). The element loops test j against this count (a compare with a constant) and
  * address from one pointer per row (a constant offset): with a bounds test and an address per
- * element, the gains' loads alone took a late-started block ~0.65 us before its PDL wait
- * (RESULTS v39, call 12). */
+ * element, the gains' code alone, its loads predicated off or not, took a late-started block
+ * ~0.65 us before its PDL wait (RESULTS v39, calls 12 and 14). */
 __device__ __forceinline__ int tma_elems(int K) {
     const unsigned tid = threadIdx.x;
     return (unsigned)K > tid ? (int)(((unsigned)K - tid + DMV_THREADS - 1) / DMV_THREADS) : 0;
