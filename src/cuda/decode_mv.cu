@@ -614,8 +614,10 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
-    if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) spec_count++;
-    if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec && d.span_rpc == 2) two_spec_count++;
+    if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
+        spec_count++;
+        if (d.span_rpc == 2) two_spec_count++;
+    }
     return s;
 }
 

@@ -449,16 +449,15 @@ static const void *span_pick(int pps, int sbf32) {
 /* A LATE instance with SPEC 1, 2, 3 or 4 (k_dmv_span's SPEC), for a call whose plan took the LATE
  * instance and uses none of what that SPEC compiles out (dmv_plan checks); rpc: its row blocks a
  * chunk (GLIM_CUDA_SPAN_TWO's products: 2). */
+template <int RPC>
+static const void *span_spec_pick(int pps, int sbf32, int spec) {
+    return spec == 4 ? span_pick<0, RPC, true, 4>(pps, sbf32)
+         : spec == 3 ? span_pick<0, RPC, true, 3>(pps, sbf32)
+         : spec == 2 ? span_pick<0, RPC, true, 2>(pps, sbf32)
+                     : span_pick<0, RPC, true, 1>(pps, sbf32);
+}
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc) {
-    if (rpc == 2)
-        return spec == 4 ? span_pick<0, 2, true, 4>(pps, sbf32)
-             : spec == 3 ? span_pick<0, 2, true, 3>(pps, sbf32)
-             : spec == 2 ? span_pick<0, 2, true, 2>(pps, sbf32)
-                         : span_pick<0, 2, true, 1>(pps, sbf32);
-    return spec == 4 ? span_pick<0, 1, true, 4>(pps, sbf32)
-         : spec == 3 ? span_pick<0, 1, true, 3>(pps, sbf32)
-         : spec == 2 ? span_pick<0, 1, true, 2>(pps, sbf32)
-                     : span_pick<0, 1, true, 1>(pps, sbf32);
+    return rpc == 2 ? span_spec_pick<2>(pps, sbf32, spec) : span_spec_pick<1>(pps, sbf32, spec);
 }
 
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {

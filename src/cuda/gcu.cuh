@@ -705,15 +705,9 @@ __device__ __forceinline__ void gcu_cp_async16(void *dst, const void *src) {
                  "l"(src) : "memory");
 }
 
-/* gcu_cp_async16 where `on`, predicated inside the instruction (no branch around it). */
-__device__ __forceinline__ void gcu_cp_async16_if(void *dst, const void *src, bool on) {
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16;\n\t}"
-                 ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"((int)on) : "memory");
-}
-
-/* 16 bytes from global src to shared dst where fill, else 16 zero bytes (the copy's source size
- * 0: nothing is read, src need only be an address), and nothing at all where !issue; complete
- * as above. */
+/* gcu_cp_async16 where fill, else 16 zero bytes (the copy's source size 0: nothing is read,
+ * src need only be an address), and nothing at all where !issue: predicated inside the
+ * instruction, no branch around it. Complete as above. */
 __device__ __forceinline__ void gcu_cp_async16_zfill(void *dst, const void *src, bool fill, bool issue) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\t@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n\t}"
                  ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(fill ? 16 : 0), "r"((int)issue)
