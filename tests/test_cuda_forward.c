@@ -635,6 +635,25 @@ static void span_spec_bits(void) {
     }
 }
 
+/* GLIM_CUDA_L2PF_GU / _GU_O / _Q (qkvg, o_proj and down prefetch row blocks of gate/up or the
+ * next qkvg into L2) only move bytes into the cache: every decoded token's logits must equal
+ * those without bit for bit, on the wide model (gate/up's 176 row blocks, every 2nd and 3rd;
+ * qkvg's every 2nd), at the block's end and after the prologue, and the prefetching launches
+ * must have run (qkvg, o_proj and down of every layer but the last down: 3 a layer less one). */
+static void l2pf_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_L2PF_GU", "GLIM_CUDA_L2PF_GU_O", "GLIM_CUDA_L2PF_Q",
+                                        "GLIM_CUDA_L2PF_AT", "GLIM_CUDA_SPAN", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN"};
+    static const char *const off[] = {"0", "0", "0", "0", "15", "1", "0"};
+    static const char *const end[] = {"3", "2", "2", "0", "15", "1", "0"};
+    static const char *const early[] = {"3", "2", "2", "1", "15", "1", "0"};
+    const glim_synth_spec wide = switch_spec(1, 47);
+    switch_bits_of("l2pf_end", wide, 2 * wide.sliding_window + 3, 7, names, off, end, gcu_dmv_l2pf_count,
+                   3 * wide.n_layers - 1);
+    switch_bits_of("l2pf_early", wide, 2 * wide.sliding_window + 3, 7, names, off, early, gcu_dmv_l2pf_count,
+                   3 * wide.n_layers - 1);
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -928,6 +947,7 @@ int main(void) {
     RUN(span_even_bits);
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
+    RUN(l2pf_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
     char cmd[600];

@@ -212,6 +212,15 @@ typedef struct gcu_options {
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
                            _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or
                            70 blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
+    /* L2 prefetch of a later product's weights by an earlier launch (gcu_dmv_call.l2_pf), so that
+     * the memory, idle through attention and the prologues, serves part of a memory-bound loop
+     * before it starts: every N-th row block (whole, all its spans) of the matrix, so that the
+     * hits fall all through the consumer's warps' streams and its own requests keep the memory
+     * busy. l2pf_gu: qkvg's blocks take gate/up's row blocks rb % N == N - 1
+     * (GLIM_CUDA_L2PF_GU, N; 0 off); l2pf_gu_o: o_proj's blocks rb % M == 0 (GLIM_CUDA_L2PF_GU_O);
+     * l2pf_q: down's blocks the next layer's qkvg, rb % N == N - 1 (GLIM_CUDA_L2PF_Q); l2pf_at:
+     * issued at each block's end (0) or once its prologue is done (1) (GLIM_CUDA_L2PF_AT) */
+    int l2pf_gu, l2pf_gu_o, l2pf_q, l2pf_at;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench
@@ -352,6 +361,9 @@ long gcu_dmv_late_count(void);
 long gcu_dmv_spec_count(void);
 /* of those, with two row blocks a chunk */
 long gcu_dmv_two_spec_count(void);
+/* decode matvec launches on the span kernel that prefetched another product's bytes into L2
+ * (GLIM_CUDA_L2PF_*) */
+long gcu_dmv_l2pf_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

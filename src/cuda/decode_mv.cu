@@ -327,6 +327,17 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
     if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
     d->diag_ring = c->diag_ring;
+    if (c->l2_pf && c->l2_pf_n > 0 && c->l2_pf_bytes > 0) {
+        if ((c->l2_pf_bytes & 15u) || ((uintptr_t)c->l2_pf & 15) || (c->l2_pf_stride & 15))
+            return glim_fail(err, GLIM_E_ARG, "decode matvec: an L2 prefetch of %u-byte pieces %lld bytes apart "
+                             "at %p (each must be 16-byte aligned and a multiple of 16 bytes)",
+                             c->l2_pf_bytes, c->l2_pf_stride, c->l2_pf);
+        d->l2_pf = (const char *)c->l2_pf;
+        d->l2_pf_bytes = c->l2_pf_bytes;
+        d->l2_pf_stride = c->l2_pf_stride;
+        d->l2_pf_n = c->l2_pf_n;
+        d->l2_pf_at = c->l2_pf_at == 1;
+    }
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
         if (!sf || sf->kind != GCU_KIND_Q || sf->bits != 4 || sf->gn > 64 || c->epi != GCU_EPI_SWIGLU ||
@@ -596,6 +607,8 @@ static long spec_count; /* of those, on its SPEC instance at the level asked for
 extern "C" long gcu_dmv_spec_count(void) { return spec_count; }
 static long two_spec_count; /* of those, two row blocks a chunk (gcu_dmv_two_spec_count) */
 extern "C" long gcu_dmv_two_spec_count(void) { return two_spec_count; }
+static long l2pf_count; /* span kernel launches that prefetched into L2 (gcu_dmv_l2pf_count) */
+extern "C" long gcu_dmv_l2pf_count(void) { return l2pf_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -614,6 +627,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
+    if (s == GLIM_OK && d.span_warps && d.l2_pf_n) l2pf_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;

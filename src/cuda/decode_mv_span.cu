@@ -144,6 +144,15 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
+/* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2_pf: another product's bytes), lane
+ * 0; none where l2_pf_n is 0. Dealt over the blocks first (piece k to block k % grid, its warp
+ * k / grid % 16), so that every SM's copy engine issues its share, not the first blocks' all. */
+__device__ __forceinline__ void span_l2_prefetch(const DmvArgs &d, int warp, int lane) {
+    const long long step = (long long)gridDim.x * DMV_WARPS;
+    for (long long k = (long long)warp * gridDim.x + blockIdx.x; lane == 0 && k < d.l2_pf_n; k += step)
+        gcu_l2_prefetch(d.l2_pf + k * d.l2_pf_stride, d.l2_pf_bytes);
+}
+
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
  * the d.span_srows rows of its own). RPC: row blocks per chunk (1, or 2 with RB == 0), fixed at
  * compile time: as a run-time value (session 28, call 1) its branches made the one-row
@@ -250,6 +259,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
+    if (d.l2_pf_at == 1) span_l2_prefetch(d, warp, lane);
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
     if (d.stamps && threadIdx.x == 0 && npair > 0) { /* profiling: warp 0's first chunk is in */
@@ -400,6 +410,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         vh[0] *= osc;
         mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
+    /* a later product's bytes into L2 while the memory would idle (l2_pf_at 0: after this
+     * block's own loads, which its prefetch should not delay) */
+    if (d.l2_pf_at == 0) span_l2_prefetch(d, warp, lane);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);

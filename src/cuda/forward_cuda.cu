@@ -129,6 +129,10 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
+    o.l2pf_gu = env_int("GLIM_CUDA_L2PF_GU", 0);
+    o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 0);
+    o.l2pf_q = env_int("GLIM_CUDA_L2PF_Q", 0);
+    o.l2pf_at = env_int("GLIM_CUDA_L2PF_AT", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -754,6 +758,18 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
     return gcu_dmv_launch(&c, s->st, err);
 }
 
+/* GLIM_CUDA_L2PF_*: c prefetches every n-th row block of M (those with rb % n == r) into L2
+ * (gcu_dmv_call.l2_pf); n < 1: nothing. */
+static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int at) {
+    if (n < 1 || r < 0 || r >= n || M->nrb <= r) return;
+    const long long rb_bytes = (long long)M->f.nspan * M->unit_bytes;
+    c->l2_pf = (const char *)M->w + r * rb_bytes;
+    c->l2_pf_bytes = (unsigned)rb_bytes;
+    c->l2_pf_stride = n * rb_bytes;
+    c->l2_pf_n = (M->nrb - r + n - 1) / n;
+    c->l2_pf_at = at;
+}
+
 /* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
  * writes h like every later layer's, never one buffer in place. In place, its RESID prologue's
  * writer (block 0) could overwrite h before a block launched later had read it: blocks start as
@@ -882,11 +898,13 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
+    l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, g->opt.l2pf_at);
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
+    l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, g->opt.l2pf_at);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
@@ -895,6 +913,7 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
     gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                                  GCU_EPI_STORE, s->dout, Hd);
+    if (l + 1 < g->L) l2pf_rows(&down, &g->layer[l + 1].qkvg, g->opt.l2pf_q, g->opt.l2pf_q - 1, g->opt.l2pf_at);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {

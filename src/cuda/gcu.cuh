@@ -257,6 +257,15 @@ typedef struct gcu_dmv_call {
      * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
      * too (4; opt.span_spec) */
     int span_late, span_spec;
+    /* GLIM_CUDA_L2PF_*: bytes of a later product's matrix this launch prefetches into L2, so that
+     * the memory, idle through attention and the prologues, serves part of that product before
+     * it starts: pieces k < l2_pf_n of l2_pf_bytes (a multiple of 16) at l2_pf + k l2_pf_stride
+     * (16-aligned), dealt over the grid's warps; at each block's end (l2_pf_at 0) or once its
+     * prologue is done (1). The span kernel only; others ignore them. */
+    const void *l2_pf;
+    unsigned l2_pf_bytes;
+    long long l2_pf_stride;
+    int l2_pf_n, l2_pf_at;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
