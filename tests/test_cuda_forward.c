@@ -593,6 +593,15 @@ static void span_chunk_bits(void) {
     static const char *const both[] = {"15", "15", "0", "15", "1", "1", "1", "1", "0", "0"};
     switch_bits_of("span_two_late", wide, 2 * wide.sliding_window + 3, 10, bnames, boff, both, gcu_dmv_two_count,
                    wide.n_layers);
+    /* GLIM_CUDA_SPAN_ROW0=1 (the NORM/RESID row at offset 0, the rings and sums right after it)
+     * with two row blocks a chunk on the default instance: only where the bytes lie moves, so the
+     * same bits again; a row overlapping a ring, the sums or the scratch would show */
+    static const char *const rnames[] = {"GLIM_CUDA_SPAN_ROW0", "GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN",
+                                         "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const char *const row0[] = {"1", "15", "15", "1", "1", "1", "1", "0", "0"};
+    switch_bits_of("span_row0_two", wide, 2 * wide.sliding_window + 3, 9, rnames, off, row0, gcu_dmv_two_count,
+                   wide.n_layers);
 }
 
 /* GLIM_CUDA_SPAN_SPEC=1, 2, 3 and 4 (the LATE instance with the stamps, the no-bytes diagnostic,

@@ -187,6 +187,10 @@ typedef struct gcu_options {
                        and down, ~+0.2 % on an H100 off the LATE instance; since session 37 on
                        the LATE and SPEC instances too: on an H100 -0.4 %, without weight bytes
                        (the loops compute-bound, as an H200's are) +1.8 %, RESULTS v39) */
+    int span_row0;  /* the span kernel's NORM/RESID row at the start of its shared memory, without
+                       k_dmv_tma's staging area before it, which it does not use (~30 KB at the
+                       30B's 6656 columns; RAW products none), so that two slots of two row blocks
+                       fit for gate/up too (GLIM_CUDA_SPAN_ROW0, 0) */
     int span_late;  /* the products (mask as span) whose span kernel (sums in shared memory, one
                        or two row blocks a chunk) requests only its
                        ring's first slot before the PDL wait, the rest after the prologue: for

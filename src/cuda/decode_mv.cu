@@ -445,7 +445,10 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || !diag_ok || d->diag_window) return 0;
     const gcu_mat *m = c->m;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
-    const size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
+    size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
+    const int fits = base != 0;
+    /* span_row0: only the row this kernel norms (none for RAW), at offset 0 */
+    if (fits && c->span_row0) base = c->pro == GCU_PRO_RAW ? 0 : ((size_t)((c->K + 3) & ~3) * 4 + 127) & ~(size_t)127;
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     const int most = nb < m->nrb ? nb : m->nrb; /* a block per SM or per row block */
@@ -460,7 +463,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
     /* whether an instance takes the call (every row-block and ring choice has one if this does) */
-    const void *k = base && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
+    const void *k = fits && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
     const size_t acc = (size_t)nw * srows * 32 * 8, scr = (size_t)nw * SPAN_SCRATCH_BYTES;
     /* two row blocks per chunk (one wait and one refill per two; span_chunk 4 or 0, the products
@@ -498,6 +501,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->tchunk = 2 * rpc;
     d->span_rpc = rpc;
     d->tring_off = (int)off;
+    d->span_row0 = c->span_row0 != 0;
     return 1;
 }
 

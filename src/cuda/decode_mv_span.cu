@@ -240,7 +240,8 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     }
     __syncwarp();
 
-    const DmvSmem m = tma_smem_at(d, dmv_smem);
+    DmvSmem m = tma_smem_at(d, dmv_smem);
+    if (d.span_row0) m.row = (float *)dmv_smem; /* (the host left no staging area before it) */
     const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */

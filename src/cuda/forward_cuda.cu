@@ -126,6 +126,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * at ctx 0 in all six H100 calls that ran both (RESULTS v36) */
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
+    o.span_row0 = env_int("GLIM_CUDA_SPAN_ROW0", 0);
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
@@ -739,6 +740,7 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_chunk = (g->opt.span_two & pb) ? 4 : 2;
     c.span_late = (g->opt.span_late & pb) != 0;
     c.span_spec = g->opt.span_spec;
+    c.span_row0 = g->opt.span_row0;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;

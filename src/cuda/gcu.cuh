@@ -257,6 +257,9 @@ typedef struct gcu_dmv_call {
      * before the loop and the softcap too (3), the uneven shares and the inputs' scalar loads
      * too (4; opt.span_spec) */
     int span_late, span_spec;
+    /* span_row0: the span kernel's NORM/RESID row at offset 0 of its shared memory, the rest
+     * after it, without k_dmv_tma's staging area (which it does not use) */
+    int span_row0;
     /* GLIM_CUDA_L2PF_*: bytes of a later product's matrix this launch prefetches into L2, so that
      * the memory, idle through attention and the prologues, serves part of that product before
      * it starts: pieces k < l2_pf_n of l2_pf_bytes (a multiple of 16) at l2_pf + k l2_pf_stride
