@@ -11,7 +11,7 @@ scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build
 CHECK_ONLY=l2pf_bits,span_chunk_bits GLIM_REQUIRE_CUDA=1 timeout 120 build/tests/test_cuda_forward 2>&1 | tail -4
 sh bench/decode_ab.sh 3 new GLIM_CUDA_L2PF_GU=8 GLIM_CUDA_L2PF_GU=5 GLIM_CUDA_L2PF_GU=3 \
     GLIM_CUDA_L2PF_GU=5,GLIM_CUDA_L2PF_AT=1 GLIM_CUDA_L2PF_GU_O=6 GLIM_CUDA_L2PF_GU=5,GLIM_CUDA_L2PF_Q=4 \
-    GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13 GLIM_CUDA_DIAG_RING=4 GLIM_CUDA_DIAG_RING=4,GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13
+    GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13 GLIM_CUDA_L2PF_GU=5,GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13 GLIM_CUDA_DIAG_RING=4 GLIM_CUDA_DIAG_RING=4,GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13
 for v in default GLIM_CUDA_L2PF_GU=5 GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13; do
     n=$(echo "$v" | tr -c 'A-Za-z0-9\n' _)
     env $(echo "$v" | sed 's/^default$//' | tr ',' ' ') timeout 200 build/glimmer bench --synthetic --timeline \
