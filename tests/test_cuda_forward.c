@@ -647,8 +647,9 @@ static void span_spec_bits(void) {
 /* GLIM_CUDA_L2PF_GU / _GU_O / _Q (qkvg, o_proj and down prefetch row blocks of gate/up or the
  * next qkvg into L2) only move bytes into the cache: every decoded token's logits must equal
  * those without bit for bit, on the wide model (gate/up's 176 row blocks, every 2nd and 3rd;
- * qkvg's every 2nd), at the block's end and after the prologue, and the prefetching launches
- * must have run (qkvg, o_proj and down of every layer but the last down: 3 a layer less one). */
+ * qkvg's every 2nd), at the block's end, after the prologue and before the PDL wait, and the
+ * prefetching launches must have run (qkvg, o_proj and down of every layer but the last down: 3
+ * a layer less one). */
 static void l2pf_bits(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_L2PF_GU", "GLIM_CUDA_L2PF_GU_O", "GLIM_CUDA_L2PF_Q",
@@ -660,6 +661,9 @@ static void l2pf_bits(void) {
     switch_bits_of("l2pf_end", wide, 2 * wide.sliding_window + 3, 7, names, off, end, gcu_dmv_l2pf_count,
                    3 * wide.n_layers - 1);
     switch_bits_of("l2pf_early", wide, 2 * wide.sliding_window + 3, 7, names, off, early, gcu_dmv_l2pf_count,
+                   3 * wide.n_layers - 1);
+    static const char *const pre[] = {"3", "2", "2", "2", "15", "1", "0"};
+    switch_bits_of("l2pf_pre", wide, 2 * wide.sliding_window + 3, 7, names, off, pre, gcu_dmv_l2pf_count,
                    3 * wide.n_layers - 1);
 }
 

@@ -223,7 +223,8 @@ typedef struct gcu_options {
      * busy. l2pf_gu: qkvg's blocks take gate/up's row blocks rb % N == N - 1
      * (GLIM_CUDA_L2PF_GU, N; 0 off); l2pf_gu_o: o_proj's blocks rb % M == 0 (GLIM_CUDA_L2PF_GU_O);
      * l2pf_q: down's blocks the next layer's qkvg, rb % N == N - 1 (GLIM_CUDA_L2PF_Q); l2pf_at:
-     * issued at each block's end (0) or once its prologue is done (1) (GLIM_CUDA_L2PF_AT) */
+     * issued at each block's end (0), once its prologue is done (1) or before its PDL wait (2)
+     * (GLIM_CUDA_L2PF_AT) */
     int l2pf_gu, l2pf_gu_o, l2pf_q, l2pf_at;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token

@@ -88,8 +88,8 @@ struct DmvArgs {
                         * where the call needs more of the general one), 0 off it */
     /* k_dmv_span: another matrix's bytes this launch prefetches into L2 for a later product
      * (gcu_dmv_call.l2_pf*): pieces k < l2_pf_n of l2_pf_bytes at l2_pf + k l2_pf_stride, dealt
-     * over the grid's warps (lane 0 each), issued at the block's end (l2_pf_at 0) or once the
-     * prologue is done (1) */
+     * over the grid's warps (lane 0 each), issued at the block's end (l2_pf_at 0), once the
+     * prologue is done (1) or before the PDL wait (2) */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
     const char *l2_pf;
     unsigned l2_pf_bytes;

@@ -245,6 +245,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
+    if (d.l2_pf_at == 2) span_l2_prefetch(d, warp, lane); /* while the previous kernel runs */
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
