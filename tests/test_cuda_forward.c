@@ -644,27 +644,25 @@ static void span_spec_bits(void) {
     }
 }
 
-/* GLIM_CUDA_L2PF_GU / _GU_O / _Q (qkvg, o_proj and down prefetch row blocks of gate/up or the
- * next qkvg into L2) only move bytes into the cache: every decoded token's logits must equal
- * those without bit for bit, on the wide model (gate/up's 176 row blocks, every 2nd and 3rd;
- * qkvg's every 2nd), at the block's end, after the prologue and before the PDL wait, and the
- * prefetching launches must have run (qkvg, o_proj and down of every layer but the last down: 3
- * a layer less one). */
+/* GLIM_CUDA_L2PF_GU_O and GLIM_CUDA_L2PF_GU (o_proj's blocks before their PDL wait and qkvg's
+ * at their end prefetch row blocks of gate/up into L2) only move bytes into the cache: every
+ * decoded token's logits must equal those with neither bit for bit, on the wide model (gate/up's
+ * 176 row blocks, every 2nd and every 3rd), with attention's trigger at its start and after q
+ * (ATT_TRIG 1 and 2: where o_proj's blocks issue it), and the prefetching launches must have run
+ * (o_proj's and qkvg's of every layer: 2 a layer). */
 static void l2pf_bits(void) {
     NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_L2PF_GU", "GLIM_CUDA_L2PF_GU_O", "GLIM_CUDA_L2PF_Q",
-                                        "GLIM_CUDA_L2PF_AT", "GLIM_CUDA_SPAN", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN"};
-    static const char *const off[] = {"0", "0", "0", "0", "15", "1", "0"};
-    static const char *const end[] = {"3", "2", "2", "0", "15", "1", "0"};
-    static const char *const early[] = {"3", "2", "2", "1", "15", "1", "0"};
+    static const char *const names[] = {"GLIM_CUDA_L2PF_GU", "GLIM_CUDA_L2PF_GU_O", "GLIM_CUDA_ATT_TRIG",
+                                        "GLIM_CUDA_SPAN", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN"};
+    static const char *const off[] = {"0", "0", "1", "15", "1", "0"};
+    static const char *const on[] = {"3", "2", "1", "15", "1", "0"};
+    static const char *const off2[] = {"0", "0", "2", "15", "1", "0"};
+    static const char *const on2[] = {"3", "2", "2", "15", "1", "0"};
     const glim_synth_spec wide = switch_spec(1, 47);
-    switch_bits_of("l2pf_end", wide, 2 * wide.sliding_window + 3, 7, names, off, end, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers - 1);
-    switch_bits_of("l2pf_early", wide, 2 * wide.sliding_window + 3, 7, names, off, early, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers - 1);
-    static const char *const pre[] = {"3", "2", "2", "2", "15", "1", "0"};
-    switch_bits_of("l2pf_pre", wide, 2 * wide.sliding_window + 3, 7, names, off, pre, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers - 1);
+    switch_bits_of("l2pf_trig1", wide, 2 * wide.sliding_window + 3, 6, names, off, on, gcu_dmv_l2pf_count,
+                   2 * wide.n_layers);
+    switch_bits_of("l2pf_trig2", wide, 2 * wide.sliding_window + 3, 6, names, off2, on2, gcu_dmv_l2pf_count,
+                   2 * wide.n_layers);
 }
 
 static void att_pass_bits(void) {

@@ -220,12 +220,11 @@ typedef struct gcu_options {
      * the memory, idle through attention and the prologues, serves part of a memory-bound loop
      * before it starts: every N-th row block (whole, all its spans) of the matrix, so that the
      * hits fall all through the consumer's warps' streams and its own requests keep the memory
-     * busy. l2pf_gu: qkvg's blocks take gate/up's row blocks rb % N == N - 1
-     * (GLIM_CUDA_L2PF_GU, N; 0 off); l2pf_gu_o: o_proj's blocks rb % M == 0 (GLIM_CUDA_L2PF_GU_O);
-     * l2pf_q: down's blocks the next layer's qkvg, rb % N == N - 1 (GLIM_CUDA_L2PF_Q); l2pf_at:
-     * issued at each block's end (0), once its prologue is done (1) or before its PDL wait (2)
-     * (GLIM_CUDA_L2PF_AT) */
-    int l2pf_gu, l2pf_gu_o, l2pf_q, l2pf_at;
+     * busy. l2pf_gu_o: o_proj's blocks take gate/up's row blocks rb % M == 0 before their PDL
+     * wait, i.e. during attention, with att_trig 1 (GLIM_CUDA_L2PF_GU_O, 5; 0 off); l2pf_gu:
+     * qkvg's blocks rb % N == N - 1 at their end (GLIM_CUDA_L2PF_GU, 0: its grid completes only
+     * once the prefetch is done, which holds attention back) */
+    int l2pf_gu, l2pf_gu_o;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench

@@ -336,7 +336,7 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
         d->l2_pf_bytes = c->l2_pf_bytes;
         d->l2_pf_stride = c->l2_pf_stride;
         d->l2_pf_n = c->l2_pf_n;
-        d->l2_pf_at = c->l2_pf_at == 1 || c->l2_pf_at == 2 ? c->l2_pf_at : 0;
+        d->l2_pf_early = c->l2_pf_early != 0;
     }
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;

@@ -245,7 +245,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
-    if (d.l2_pf_at == 2) span_l2_prefetch(d, warp, lane); /* while the previous kernel runs */
+    /* a later product's bytes into L2 while the previous kernel runs (o_proj's during attention,
+     * whose loads are few: the memory idles) */
+    if (d.l2_pf_early) span_l2_prefetch(d, warp, lane);
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
@@ -261,7 +263,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
     gcu_pdl_trigger(); /* every block of this grid is resident: the next kernel may launch */
-    if (d.l2_pf_at == 1) span_l2_prefetch(d, warp, lane);
     if (threadIdx.x == 0) dmv_stamp(d, 3);
     if (d.tl && threadIdx.x == 0) tl_t[2] = gcu_tl_now();
     if (d.stamps && threadIdx.x == 0 && npair > 0) { /* profiling: warp 0's first chunk is in */
@@ -412,9 +413,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         vh[0] *= osc;
         mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
-    /* a later product's bytes into L2 while the memory would idle (l2_pf_at 0: after this
-     * block's own loads, which its prefetch should not delay) */
-    if (d.l2_pf_at == 0) span_l2_prefetch(d, warp, lane);
+    /* or after this block's own loads, which its prefetch should not delay (the next kernel's
+     * wait it does: the grid completes once they are done) */
+    if (!d.l2_pf_early) span_l2_prefetch(d, warp, lane);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);

@@ -55,8 +55,11 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
     /* 1 (at attention's start): +1.7 % at ctx 0 against 0 (session 3); 2 (once every block has q
      * prepared, o_proj's rings streaming off those loads): +0.3-0.9 % at ctx 0 against 1 on an
-     * H200, q preparation 3.9 -> 2.4 us (session 23); 3 and 1 behind 2 (session 35, RESULTS v37) */
-    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 2);
+     * H200, q preparation 3.9 -> 2.4 us (session 23); 3 and 1 behind 2 (session 35, RESULTS v37).
+     * 1 again since session 38, with o_proj's L2 prefetch below: its blocks, resident through
+     * attention, issue it before their PDL wait while the memory idles (H100: +2.8 / +2.6 /
+     * +2.4 % against 2 without the prefetch, RESULTS v40) */
+    o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1);
     /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
      * (one process each, same call) */
     o.att_pmerge = env_int("GLIM_CUDA_ATT_PMERGE", 16);
@@ -130,10 +133,11 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
+    /* session 38 (H100, RESULTS v40): o_proj's prefetch of every 5th gate/up row block before
+     * its wait, with ATT_TRIG 1, +2.8 / +2.6 / +2.4 %; qkvg's at its end +1.2-1.6 % at ctx 0 only
+     * (it holds attention's wait back ~3 us: a grid completes once its prefetches are done) */
     o.l2pf_gu = env_int("GLIM_CUDA_L2PF_GU", 0);
-    o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 0);
-    o.l2pf_q = env_int("GLIM_CUDA_L2PF_Q", 0);
-    o.l2pf_at = env_int("GLIM_CUDA_L2PF_AT", 0);
+    o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 5);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -761,15 +765,15 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
 }
 
 /* GLIM_CUDA_L2PF_*: c prefetches every n-th row block of M (those with rb % n == r) into L2
- * (gcu_dmv_call.l2_pf); n < 1: nothing. */
-static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int at) {
+ * (gcu_dmv_call.l2_pf), before its PDL wait (early) or at each block's end; n < 1: nothing. */
+static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int early) {
     if (n < 1 || r < 0 || r >= n || M->nrb <= r) return;
     const long long rb_bytes = (long long)M->f.nspan * M->unit_bytes;
     c->l2_pf = (const char *)M->w + r * rb_bytes;
     c->l2_pf_bytes = (unsigned)rb_bytes;
     c->l2_pf_stride = n * rb_bytes;
     c->l2_pf_n = (M->nrb - r + n - 1) / n;
-    c->l2_pf_at = at;
+    c->l2_pf_early = early;
 }
 
 /* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
@@ -900,13 +904,14 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-    l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, g->opt.l2pf_at);
+    l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, 0);
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
-    l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, g->opt.l2pf_at);
+    /* during attention: o_proj's blocks are resident from its start (ATT_TRIG 1) */
+    l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, 1);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
@@ -915,7 +920,6 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
     gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
                                  GCU_EPI_STORE, s->dout, Hd);
-    if (l + 1 < g->L) l2pf_rows(&down, &g->layer[l + 1].qkvg, g->opt.l2pf_q, g->opt.l2pf_q - 1, g->opt.l2pf_at);
     /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
      * hooks may change the SwiGLU rows between the two */
     if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {

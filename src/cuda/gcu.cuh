@@ -263,15 +263,14 @@ typedef struct gcu_dmv_call {
     /* GLIM_CUDA_L2PF_*: bytes of a later product's matrix this launch prefetches into L2, so that
      * the memory, idle through attention and the prologues, serves part of that product before
      * it starts: pieces k < l2_pf_n of l2_pf_bytes (a multiple of 16) at l2_pf + k l2_pf_stride
-     * (16-aligned), dealt over the grid's warps; at each block's end (l2_pf_at 0), once its
-     * prologue is done (1) or before its PDL wait (2: while the previous kernel runs). A grid
-     * is complete, and the next kernel past its PDL wait, only once its prefetches are done
-     * (session 38: qkvg's at its end held attention's wait back 3.3 us). The span kernel only;
-     * others ignore them. */
+     * (16-aligned), dealt over the grid's warps; before the PDL wait (l2_pf_early: while the
+     * previous kernel runs) or at each block's end. A grid is complete, and the next kernel
+     * past its PDL wait, only once its prefetches are done (session 38: qkvg's at its end held
+     * attention's wait back 3.3 us). The span kernel only; others ignore them. */
     const void *l2_pf;
     unsigned l2_pf_bytes;
     long long l2_pf_stride;
-    int l2_pf_n, l2_pf_at;
+    int l2_pf_n, l2_pf_early;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
