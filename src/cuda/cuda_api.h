@@ -221,7 +221,7 @@ typedef struct gcu_options {
      * before it starts: every N-th row block (whole, all its spans) of the matrix, so that the
      * hits fall all through the consumer's warps' streams and its own requests keep the memory
      * busy. l2pf_gu_o: o_proj's blocks take gate/up's row blocks rb % M == 0 before their PDL
-     * wait, i.e. during attention, with att_trig 1 (GLIM_CUDA_L2PF_GU_O, 5; 0 off); l2pf_gu:
+     * wait, i.e. during attention, with att_trig 1 (GLIM_CUDA_L2PF_GU_O, 4; 0 off); l2pf_gu:
      * qkvg's blocks rb % N == N - 1 at their end (GLIM_CUDA_L2PF_GU, 0: its grid completes only
      * once the prefetch is done, which holds attention back) */
     int l2pf_gu, l2pf_gu_o;

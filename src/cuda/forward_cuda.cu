@@ -57,8 +57,8 @@ extern "C" gcu_options gcu_options_default(void) {
      * prepared, o_proj's rings streaming off those loads): +0.3-0.9 % at ctx 0 against 1 on an
      * H200, q preparation 3.9 -> 2.4 us (session 23); 3 and 1 behind 2 (session 35, RESULTS v37).
      * 1 again since session 38, with o_proj's L2 prefetch below: its blocks, resident through
-     * attention, issue it before their PDL wait while the memory idles (H100: +2.8 / +2.6 /
-     * +2.4 % against 2 without the prefetch, RESULTS v40) */
+     * attention, issue it before their PDL wait while the memory idles (H100: +2.8 / +3.1 /
+     * +2.7 % against 2 without the prefetch; 1 without it +0, RESULTS v40) */
     o.att_trig = env_int("GLIM_CUDA_ATT_TRIG", 1);
     /* session 13: 4k 153.6 -> 156.0 tok/s, 32k 142.5 -> 147.5 with groups up to 2048 keys
      * (one process each, same call) */
@@ -133,11 +133,13 @@ extern "C" gcu_options gcu_options_default(void) {
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);
-    /* session 38 (H100, RESULTS v40): o_proj's prefetch of every 5th gate/up row block before
-     * its wait, with ATT_TRIG 1, +2.8 / +2.6 / +2.4 %; qkvg's at its end +1.2-1.6 % at ctx 0 only
-     * (it holds attention's wait back ~3 us: a grid completes once its prefetches are done) */
+    /* session 38 (H100, RESULTS v40): o_proj's prefetch of every 4th gate/up row block before
+     * its wait, with ATT_TRIG 1, +2.8 / +3.1 / +2.7 % against session 37's tree (every 5th +2.4 /
+     * +2.7 / +2.4, every 8th +1.8 / +1.9 / +1.7; the trigger alone +0); qkvg's at its end +1.2-1.6 %
+     * at ctx 0 only (it holds attention's wait back ~3 us: a grid completes once its prefetches
+     * are done) */
     o.l2pf_gu = env_int("GLIM_CUDA_L2PF_GU", 0);
-    o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 5);
+    o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 4);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
