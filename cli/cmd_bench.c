@@ -376,7 +376,10 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down's staging in one block each, not shared by a cluster of 2 (GLIM_CUDA_CLUSTER=1, session 8's default)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.cluster = 1;
     v[nv].name = "no PDL", v[nv].o = base, v[nv++].o.pdl = 0;
     v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
-    v[nv].name = "o_proj launched as soon as every attention block has started (GLIM_CUDA_ATT_TRIG=1, the default before session 23): its rings stream during attention's q preparation", v[nv].o = base, v[nv++].o.att_trig = 1;
+    v[nv].name = "o_proj launched once every attention block has its q prepared, without its L2 prefetch of gate/up (GLIM_CUDA_ATT_TRIG=2 GLIM_CUDA_L2PF_GU_O=0, sessions 23-37's default)", v[nv].o = base, v[nv].o.att_trig = 2, v[nv++].o.l2pf_gu_o = 0;
+    v[nv].name = "o_proj without its L2 prefetch of gate/up during attention (GLIM_CUDA_L2PF_GU_O=0)", v[nv].o = base, v[nv++].o.l2pf_gu_o = 0;
+    v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;
+    v[nv].name = "the span kernel's row at offset 0, two row blocks a chunk for qkvg, gate/up and down (GLIM_CUDA_SPAN_ROW0=1 GLIM_CUDA_SPAN_TWO=13)", v[nv].o = base, v[nv].o.span_row0 = 1, v[nv++].o.span_two = 13;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 23;
     v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;
