@@ -3,7 +3,9 @@
 # could not get again. On an H200: the L2 prefetch's size there (GLIM_CUDA_L2PF_GU_O: 0 off, 3, 4
 # the default, 6), the span kernel's row at offset 0 with two row blocks a chunk for qkvg, gate/up
 # and down (GLIM_CUDA_SPAN_ROW0=1 GLIM_CUDA_SPAN_TWO=13, +4.9 % without weight bytes on an H100)
-# alone and with TWO=9, 3 alternating rounds; then the bench of record with its timeline and the
+# alone and with TWO=9, gate/up's own prefetch before its wait during o_proj's compute-bound loop
+# (GLIM_CUDA_L2PF_GU_SELF=4, 8; l2pf_bits covers it but has not run on a GPU yet), 3 alternating
+# rounds; then the bench of record with its timeline and the
 # same without weight bytes. On an H100 it stops at once. Here first: make -j2 all. Carry .deps,
 # build/src/cuda (~3 min).
 cd "$(dirname "$0")/../.." || exit 1
@@ -11,8 +13,10 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: stopped"; exit 0; }
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 R=GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13
+CHECK_ONLY=l2pf_bits GLIM_REQUIRE_CUDA=1 timeout 120 build/tests/test_cuda_forward 2>&1 | tail -3
 sh bench/decode_ab.sh 3 new GLIM_CUDA_L2PF_GU_O=0 GLIM_CUDA_L2PF_GU_O=3 GLIM_CUDA_L2PF_GU_O=6 $R \
-    GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_DIAG_RING=4 GLIM_CUDA_DIAG_RING=4,$R
+    GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_L2PF_GU_SELF=4 GLIM_CUDA_L2PF_GU_SELF=8 \
+    GLIM_CUDA_DIAG_RING=4 GLIM_CUDA_DIAG_RING=4,$R
 timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
 GLIM_CUDA_DIAG_RING=4 timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/nobytes.md > /dev/null 2>&1
 grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md $OUT/nobytes.md

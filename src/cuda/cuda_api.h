@@ -223,8 +223,10 @@ typedef struct gcu_options {
      * busy. l2pf_gu_o: o_proj's blocks take gate/up's row blocks rb % M == 0 before their PDL
      * wait, i.e. during attention, with att_trig 1 (GLIM_CUDA_L2PF_GU_O, 4; 0 off); l2pf_gu:
      * qkvg's blocks rb % N == N - 1 at their end (GLIM_CUDA_L2PF_GU, 0: its grid completes only
-     * once the prefetch is done, which holds attention back) */
-    int l2pf_gu, l2pf_gu_o;
+     * once the prefetch is done, which holds attention back); l2pf_gu_self: gate/up's own blocks,
+     * before their PDL wait (during o_proj's loop, compute-bound on an H200), rb % S == S - 2
+     * (GLIM_CUDA_L2PF_GU_SELF, 0: not yet measured) */
+    int l2pf_gu, l2pf_gu_o, l2pf_gu_self;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
                            runs as if weight bytes were free (the loops' compute ceiling; bench

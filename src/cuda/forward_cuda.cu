@@ -140,6 +140,7 @@ extern "C" gcu_options gcu_options_default(void) {
      * are done) */
     o.l2pf_gu = env_int("GLIM_CUDA_L2PF_GU", 0);
     o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 4);
+    o.l2pf_gu_self = env_int("GLIM_CUDA_L2PF_GU_SELF", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
     o.span_blocks[2] = env_int("GLIM_CUDA_SPAN_BLOCKS_GU", 0);
@@ -930,6 +931,9 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
         gu.stage_cnt = s->span_cnt;
         down.pre_dig = s->act_dig;
     }
+    /* before its own wait, during o_proj's loop (GLIM_CUDA_L2PF_GU_SELF: another residue than
+     * o_proj's) */
+    l2pf_rows(&gu, &y->gu, g->opt.l2pf_gu_self, g->opt.l2pf_gu_self - 2, 1);
     if (flags) {
         flag_link(s, &gu.flag_wait, &gu.flag_need, &gu.flag_arrive, gcu_dmv_blocks(&gu));
         flag_link(s, &down.flag_wait, &down.flag_need, &down.flag_arrive, gcu_dmv_blocks(&down));
