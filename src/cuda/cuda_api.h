@@ -216,7 +216,7 @@ typedef struct gcu_options {
                            rest taking the next kernel early (GLIM_CUDA_SPAN_BLOCKS_QKVG, _O, _GU,
                            _DOWN; 0. Session 25: every cap tried lost, 0.3 to 3 %: down on 84 or
                            70 blocks, o_proj on 84, gate/up on 125 or 111, qkvg on 91) */
-    /* L2 prefetch of a later product's weights by an earlier launch (gcu_dmv_call.l2_pf), so that
+    /* L2 prefetch of a later product's weights by an earlier launch (gcu_dmv_call.l2pf), so that
      * the memory, idle through attention and the prologues, serves part of a memory-bound loop
      * before it starts: every N-th row block (whole, all its spans) of the matrix, so that the
      * hits fall all through the consumer's warps' streams and its own requests keep the memory

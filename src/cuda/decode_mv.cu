@@ -327,16 +327,13 @@ static glim_status dmv_args(const gcu_dmv_call *c, int force_blocks, DmvArgs *d,
     const long long window = (long long)c->diag_window_mb * 65536; /* uint4 in those MB */
     if (window > 0 && window < a.nunits * a.unit_u4 / 2) d->diag_window = window / a.unit_u4 * a.unit_u4;
     d->diag_ring = c->diag_ring;
-    if (c->l2_pf && c->l2_pf_n > 0 && c->l2_pf_bytes > 0) {
-        if ((c->l2_pf_bytes & 15u) || ((uintptr_t)c->l2_pf & 15) || (c->l2_pf_stride & 15))
+    const gcu_l2pf *pf = &c->l2pf;
+    if (pf->p && pf->n > 0 && pf->bytes > 0) {
+        if ((pf->bytes & 15u) || ((uintptr_t)pf->p & 15) || (pf->stride & 15))
             return glim_fail(err, GLIM_E_ARG, "decode matvec: an L2 prefetch of %u-byte pieces %lld bytes apart "
                              "at %p (each must be 16-byte aligned and a multiple of 16 bytes)",
-                             c->l2_pf_bytes, c->l2_pf_stride, c->l2_pf);
-        d->l2_pf = (const char *)c->l2_pf;
-        d->l2_pf_bytes = c->l2_pf_bytes;
-        d->l2_pf_stride = c->l2_pf_stride;
-        d->l2_pf_n = c->l2_pf_n;
-        d->l2_pf_early = c->l2_pf_early != 0;
+                             pf->bytes, pf->stride, pf->p);
+        d->l2pf = *pf;
     }
     if (c->stage_dig) {
         const gcu_xfmt *sf = c->stage_f;
@@ -631,7 +628,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
-    if (s == GLIM_OK && d.span_warps && d.l2_pf_n) l2pf_count++;
+    if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;

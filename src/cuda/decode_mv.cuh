@@ -87,14 +87,7 @@ struct DmvArgs {
     int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
                         * where the call needs more of the general one), 0 off it */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
-    /* k_dmv_span: another matrix's bytes this launch prefetches into L2 for a later product
-     * (gcu_dmv_call.l2_pf*): pieces k < l2_pf_n of l2_pf_bytes at l2_pf + k l2_pf_stride, dealt
-     * over the grid's warps (lane 0 each), issued before the PDL wait (l2_pf_early) or at the
-     * block's end */
-    const char *l2_pf;
-    unsigned l2_pf_bytes;
-    long long l2_pf_stride;
-    int l2_pf_n, l2_pf_early;
+    gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };
 
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart

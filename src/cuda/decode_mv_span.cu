@@ -144,13 +144,13 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
-/* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2_pf: another product's bytes), lane
- * 0; none where l2_pf_n is 0. Dealt over the blocks first (piece k to block k % grid, its warp
+/* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: another product's bytes), lane
+ * 0; none where its n is 0. Dealt over the blocks first (piece k to block k % grid, its warp
  * k / grid % 16), so that every SM's copy engine issues its share, not the first blocks' all. */
-__device__ __forceinline__ void span_l2_prefetch(const DmvArgs &d, int warp, int lane) {
+__device__ __forceinline__ void span_l2_prefetch(const gcu_l2pf &pf, int warp, int lane) {
     const long long step = (long long)gridDim.x * DMV_WARPS;
-    for (long long k = (long long)warp * gridDim.x + blockIdx.x; lane == 0 && k < d.l2_pf_n; k += step)
-        gcu_l2_prefetch(d.l2_pf + k * d.l2_pf_stride, d.l2_pf_bytes);
+    for (long long k = (long long)warp * gridDim.x + blockIdx.x; lane == 0 && k < pf.n; k += step)
+        gcu_l2_prefetch((const char *)pf.p + k * pf.stride, pf.bytes);
 }
 
 /* RB: the warp's row blocks' sums in registers (RB > 0, at most RB) or in shared memory (RB == 0,
@@ -247,7 +247,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
     /* a later product's bytes into L2 while the previous kernel runs (o_proj's during attention,
      * whose loads are few: the memory idles) */
-    if (d.l2_pf_early) span_l2_prefetch(d, warp, lane);
+    if (d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane);
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
@@ -415,7 +415,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     }
     /* or after this block's own loads, which its prefetch should not delay (the next kernel's
      * wait it does: the grid completes once they are done) */
-    if (!d.l2_pf_early) span_l2_prefetch(d, warp, lane);
+    if (!d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);

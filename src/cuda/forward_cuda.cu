@@ -620,15 +620,15 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
 }
 
 /* GLIM_CUDA_L2PF_*: c prefetches every n-th row block of M (those with rb % n == r) into L2
- * (gcu_dmv_call.l2_pf), before its PDL wait (early) or at each block's end; n < 1: nothing. */
+ * (gcu_dmv_call.l2pf), before its PDL wait (early) or at each block's end; n < 1: nothing. */
 static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int early) {
     if (n < 1 || r < 0 || r >= n || M->nrb <= r) return;
     const long long rb_bytes = (long long)M->f.nspan * M->unit_bytes;
-    c->l2_pf = (const char *)M->w + r * rb_bytes;
-    c->l2_pf_bytes = (unsigned)rb_bytes;
-    c->l2_pf_stride = n * rb_bytes;
-    c->l2_pf_n = (M->nrb - r + n - 1) / n;
-    c->l2_pf_early = early;
+    c->l2pf.p = (const char *)M->w + r * rb_bytes;
+    c->l2pf.bytes = (unsigned)rb_bytes;
+    c->l2pf.stride = n * rb_bytes;
+    c->l2pf.n = (M->nrb - r + n - 1) / n;
+    c->l2pf.early = early;
 }
 
 /* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and

@@ -146,6 +146,20 @@ int gcu_gemm_blocks_per_sm(const gcu_mv_call *c);
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
 
+/* Bytes of a later product's matrix a decode matvec launch prefetches into L2 (GLIM_CUDA_L2PF_*),
+ * so that the memory, idle through attention and the prologues, serves part of that product
+ * before it starts: pieces k < n of `bytes` (a multiple of 16) at p + k stride (16-aligned),
+ * dealt over the grid's warps; before the PDL wait (early: while the previous kernel runs) or at
+ * each block's end. A grid is complete, and the next kernel past its PDL wait, only once its
+ * prefetches are done (session 38: qkvg's at its end held attention's wait back 3.3 us). n 0:
+ * none. */
+typedef struct gcu_l2pf {
+    const void *p;
+    unsigned bytes;
+    long long stride;
+    int n, early;
+} gcu_l2pf;
+
 typedef struct gcu_dmv_call {
     const gcu_mat *m;
     int pro;                   /* GCU_PRO_*: how the input row is made */
@@ -260,17 +274,9 @@ typedef struct gcu_dmv_call {
     /* span_row0: the span kernel's NORM/RESID row at offset 0 of its shared memory, the rest
      * after it, without k_dmv_tma's staging area (which it does not use) */
     int span_row0;
-    /* GLIM_CUDA_L2PF_*: bytes of a later product's matrix this launch prefetches into L2, so that
-     * the memory, idle through attention and the prologues, serves part of that product before
-     * it starts: pieces k < l2_pf_n of l2_pf_bytes (a multiple of 16) at l2_pf + k l2_pf_stride
-     * (16-aligned), dealt over the grid's warps; before the PDL wait (l2_pf_early: while the
-     * previous kernel runs) or at each block's end. A grid is complete, and the next kernel
-     * past its PDL wait, only once its prefetches are done (session 38: qkvg's at its end held
-     * attention's wait back 3.3 us). The span kernel only; others ignore them. */
-    const void *l2_pf;
-    unsigned l2_pf_bytes;
-    long long l2_pf_stride;
-    int l2_pf_n, l2_pf_early;
+    /* GLIM_CUDA_L2PF_*: a later product's bytes this launch prefetches into L2 (the span kernel
+     * only; others ignore it) */
+    gcu_l2pf l2pf;
 } gcu_dmv_call;
 
 /* The call a test's description p makes on m with these device buffers (the test wrappers'
