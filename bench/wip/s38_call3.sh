@@ -1,5 +1,5 @@
-# s38_call3.sh (not run: no machine was lent; s38_call4.sh took its control and sizes): call 2 found
-# s38_call3.sh: call 2 found o_proj's prefetch of every 5th gate/up row block before its PDL wait
+#!/bin/sh
+# s38_call3.sh (not run: no machine was lent; s38_call4.sh took its control and sizes): call 2 found o_proj's prefetch of every 5th gate/up row block before its PDL wait
 # with attention's trigger at its start (GLIM_CUDA_L2PF_GU_O=5 GLIM_CUDA_L2PF_AT=2
 # GLIM_CUDA_ATT_TRIG=1) +2.8 / +2.6 / +2.4 %. Here: the trigger alone (the control), and the
 # prefetch's size with it, 3 alternating rounds; the timeline of the trigger alone and of the
