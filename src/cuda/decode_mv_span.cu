@@ -147,8 +147,11 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
 /* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: another product's bytes), lane
  * 0; none where its n is 0. Dealt over the blocks first (piece k to block k % grid, its warp
  * k / grid % 16), so that every SM's copy engine issues its share, not the first blocks' all. */
-__device__ __forceinline__ void span_l2_prefetch(const gcu_l2pf &pf, int warp, int lane) {
+__device__ __forceinline__ void span_l2_prefetch(const gcu_l2pf &pf, int warp, int lane, long long t0) {
     const long long step = (long long)gridDim.x * DMV_WARPS;
+    if (pf.delay && lane == 0 && (long long)warp * gridDim.x + blockIdx.x < pf.n)
+        while (clock64() - t0 < (long long)pf.delay) {
+        }
     for (long long k = (long long)warp * gridDim.x + blockIdx.x; lane == 0 && k < pf.n; k += step)
         gcu_l2_prefetch((const char *)pf.p + k * pf.stride, pf.bytes);
 }
@@ -182,6 +185,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     uint64_t *bar = bars[warp];
     const uint64_t pol = mv_policy();
     if (threadIdx.x == 0) dmv_stamp(d, 0);
+    const long long t_start = clock64(); /* GLIM_CUDA_L2PF_DELAY counts from here */
     gcu_tl_mark(d.tl, GCU_TL_START);
     if (d.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now();
 
@@ -247,7 +251,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
     /* a later product's bytes into L2 while the previous kernel runs (o_proj's during attention,
      * whose loads are few: the memory idles) */
-    if (d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane);
+    if (d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane, t_start);
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();
     if (threadIdx.x == 0) dmv_stamp(d, 1);
@@ -415,7 +419,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     }
     /* or after this block's own loads, which its prefetch should not delay (the next kernel's
      * wait it does: the grid completes once they are done) */
-    if (!d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane);
+    if (!d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane, 0);
     /* every output of this block is written: the next kernel may go on (GLIM_CUDA_FLAG_WAIT) */
     if (d.flag_arrive) gcu_grid_arrive(d.flag_arrive);
     dmv_block_end(d, tl_t);

@@ -620,8 +620,9 @@ static glim_status dmv(gcu_session *s, const gcu_mat *M, int pro, int K, const f
 }
 
 /* GLIM_CUDA_L2PF_*: c prefetches every n-th row block of M (those with rb % n == r) into L2
- * (gcu_dmv_call.l2pf), before its PDL wait (early) or at each block's end; n < 1: nothing. */
-static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int early) {
+ * (gcu_dmv_call.l2pf), before its PDL wait (early; delay: SM cycles from the block's start) or
+ * at each block's end; n < 1: nothing. */
+static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int early, int delay) {
     if (n < 1 || r < 0 || r >= n || M->nrb <= r) return;
     const long long rb_bytes = (long long)M->f.nspan * M->unit_bytes;
     c->l2pf.p = (const char *)M->w + r * rb_bytes;
@@ -629,6 +630,7 @@ static void l2pf_rows(gcu_dmv_call *c, const gcu_mat *M, int n, int r, int early
     c->l2pf.stride = n * rb_bytes;
     c->l2pf.n = (M->nrb - r + n - 1) / n;
     c->l2pf.early = early;
+    c->l2pf.delay = early && delay > 0 ? (unsigned)delay : 0;
 }
 
 /* Where a decoded token's embedding goes. Without hooks h2: layer 0's gate/up then reads h2 and
@@ -759,14 +761,14 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-    l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, 0);
+    l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, 0, 0);
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
     gcu_dmv_call o = dmv_make(s, &y->o, GCU_PRO_RAW, g->H * g->D, s->aout, NULL, NULL, NULL, NULL,
                               GCU_EPI_STORE, s->oout, Hd);
     /* during attention: o_proj's blocks are resident from its start (ATT_TRIG 1) */
-    l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, 1);
+    l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, 1, g->opt.l2pf_delay);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
     if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
     if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
@@ -785,7 +787,7 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     }
     /* before its own wait, during o_proj's loop (GLIM_CUDA_L2PF_GU_SELF: another residue than
      * o_proj's) */
-    l2pf_rows(&gu, &y->gu, g->opt.l2pf_gu_self, g->opt.l2pf_gu_self - 2, 1);
+    l2pf_rows(&gu, &y->gu, g->opt.l2pf_gu_self, g->opt.l2pf_gu_self - 2, 1, g->opt.l2pf_delay);
     if (flags) {
         flag_link(s, &gu.flag_wait, &gu.flag_need, &gu.flag_arrive, gcu_dmv_blocks(&gu));
         flag_link(s, &down.flag_wait, &down.flag_need, &down.flag_arrive, gcu_dmv_blocks(&down));

@@ -158,6 +158,10 @@ typedef struct gcu_l2pf {
     unsigned bytes;
     long long stride;
     int n, early;
+    /* early only: SM clock cycles from the block's start before its warps issue their pieces
+     * (GLIM_CUDA_L2PF_DELAY), so that the previous kernel's own loads (attention's q and first
+     * tile) go to memory first; 0 at once */
+    unsigned delay;
 } gcu_l2pf;
 
 typedef struct gcu_dmv_call {
