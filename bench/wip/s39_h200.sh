@@ -21,5 +21,8 @@ sh bench/decode_ab.sh 3 new GLIM_CUDA_L2PF_GU_O=0 GLIM_CUDA_L2PF_GU_O=3 GLIM_CUD
     GLIM_CUDA_DIAG_RING=4 GLIM_CUDA_DIAG_RING=4,$R
 timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
 GLIM_CUDA_DIAG_RING=4 timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/nobytes.md > /dev/null 2>&1
+for v in GLIM_CUDA_L2PF_DELAY=4000 GLIM_CUDA_L2PF_GU_O=0; do
+    env $v timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 -n 32 --out $OUT/tl_$v.md > /dev/null 2>&1
+done
 grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md $OUT/nobytes.md
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
