@@ -378,6 +378,8 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "o_proj launched only as attention exits", v[nv].o = base, v[nv++].o.att_trig = 0;
     v[nv].name = "o_proj launched once every attention block has its q prepared, without its L2 prefetch of gate/up (GLIM_CUDA_ATT_TRIG=2 GLIM_CUDA_L2PF_GU_O=0, sessions 23-37's default)", v[nv].o = base, v[nv].o.att_trig = 2, v[nv++].o.l2pf_gu_o = 0;
     v[nv].name = "o_proj without its L2 prefetch of gate/up during attention (GLIM_CUDA_L2PF_GU_O=0)", v[nv].o = base, v[nv++].o.l2pf_gu_o = 0;
+    v[nv].name = "gate/up without its own L2 prefetch before its wait (GLIM_CUDA_L2PF_GU_SELF=0, session 38's default)", v[nv].o = base, v[nv++].o.l2pf_gu_self = 0;
+    v[nv].name = "the early L2 prefetches 4000 SM cycles after their blocks' start, attention's loads first (GLIM_CUDA_L2PF_DELAY=4000)", v[nv].o = base, v[nv++].o.l2pf_delay = 4000;
     v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;
     v[nv].name = "the span kernel's row at offset 0, two row blocks a chunk for qkvg, gate/up and down (GLIM_CUDA_SPAN_ROW0=1 GLIM_CUDA_SPAN_TWO=13)", v[nv].o = base, v[nv].o.span_row0 = 1, v[nv++].o.span_two = 13;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;

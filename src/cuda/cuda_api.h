@@ -224,10 +224,11 @@ typedef struct gcu_options {
      * wait, i.e. during attention, with att_trig 1 (GLIM_CUDA_L2PF_GU_O, 4; 0 off); l2pf_gu:
      * qkvg's blocks rb % N == N - 1 at their end (GLIM_CUDA_L2PF_GU, 0: its grid completes only
      * once the prefetch is done, which holds attention back); l2pf_gu_self: gate/up's own blocks,
-     * before their PDL wait (during o_proj's loop, compute-bound on an H200), rb % S == S - 2
-     * (GLIM_CUDA_L2PF_GU_SELF, 0: not yet measured); l2pf_delay: SM clock cycles from an
-     * early prefetcher's block start to its pieces (GLIM_CUDA_L2PF_DELAY, 0: attention's loads
-     * queued behind o_proj's prefetch, 5.5 -> 7.3 us a layer on an H100, session 38) */
+     * before their PDL wait (during o_proj's loop), rb % S == S - 2 (GLIM_CUDA_L2PF_GU_SELF, 16:
+     * +1.4 / +1.2 / +1.2 % on an H100 over o_proj's alone, session 39; 8, 12, 24 within 0.4 %,
+     * 32 less); l2pf_delay: SM clock cycles from an early prefetcher's block start to its pieces
+     * (GLIM_CUDA_L2PF_DELAY, 0: attention's loads queue behind o_proj's prefetch, 5.5 -> 7.3 us
+     * a layer; 4000 gave back 0.2-0.3 % at 4k and 32k and lost 0.4 % at ctx 0, session 39) */
     int l2pf_gu, l2pf_gu_o, l2pf_gu_self, l2pf_delay;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token
