@@ -670,6 +670,22 @@ static void l2pf_bits(void) {
                    3 * wide.n_layers);
 }
 
+/* GLIM_CUDA_TMA_SLOTS_GU and _DOWN (gate/up's and down's rings deeper than the 2 slots a warp of
+ * GLIM_CUDA_TMA_SLOTS) change only how many chunks a warp has in flight, never the order of its
+ * sums: every decoded token's logits equal the 2-slot rings' bit for bit, with the prefetches on
+ * (the L2 hits a deeper ring is for), and the deep rings ran (gate/up's and down's launches of
+ * every layer: 2 a layer). */
+static void deep_ring_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_TMA_SLOTS_GU", "GLIM_CUDA_TMA_SLOTS_DOWN", "GLIM_CUDA_L2PF_GU_O",
+                                        "GLIM_CUDA_L2PF_GU_SELF", "GLIM_CUDA_SPAN", "GLIM_CUDA_FAST"};
+    static const char *const off[] = {"0", "0", "2", "4", "15", "1"};
+    static const char *const on[] = {"4", "3", "2", "4", "15", "1"};
+    const glim_synth_spec wide = switch_spec(1, 53);
+    switch_bits_of("deep_ring", wide, 2 * wide.sliding_window + 3, 6, names, off, on, gcu_dmv_deep_count,
+                   2 * wide.n_layers);
+}
+
 static void att_pass_bits(void) {
     NEED_GPU();
     const char *twice = "GLIM_CUDA_DIAG_ATT_TWICE", *warm = "GLIM_CUDA_ATT_WARM";
@@ -964,6 +980,7 @@ int main(void) {
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
     RUN(l2pf_bits);
+    RUN(deep_ring_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
     char cmd[600];

@@ -103,8 +103,11 @@ typedef struct gcu_options {
     int tma;       /* decode matvec: weights stream by bulk copies into a ring in shared memory
                       (GLIM_CUDA_TMA, 1) instead of the register ring */
     int tma_slots; /* its slots per warp at most (GLIM_CUDA_TMA_SLOTS, 2; 0: as many as fit) */
-    int tma_slots_o, tma_slots_qkvg; /* the same for o_proj and qkvg alone (GLIM_CUDA_TMA_SLOTS_O,
-                                        GLIM_CUDA_TMA_SLOTS_QKVG; 0: tma_slots) */
+    /* the same for one product alone (GLIM_CUDA_TMA_SLOTS_O, _QKVG, _GU, _DOWN; 0: tma_slots).
+     * _GU since session 39: with gate/up's prefetched row blocks (l2pf_gu_o, l2pf_gu_self) an
+     * L2 hit holds one of a warp's 2 slots while its bytes wait for the warp, so the memory has
+     * fewer of its requests in flight */
+    int tma_slots_o, tma_slots_qkvg, tma_slots_gu, tma_slots_down;
     int tma_chunk; /* units per slot, one bulk copy each (GLIM_CUDA_TMA_CHUNK, 2) */
     int defer_merge; /* decode matvec on the shared-memory ring: a warp's first row block, when
                         split with other warps, arrives at its merge at the end of the warp's
@@ -373,6 +376,7 @@ long gcu_dmv_two_spec_count(void);
 /* decode matvec launches on the span kernel that prefetched another product's bytes into L2
  * (GLIM_CUDA_L2PF_*) */
 long gcu_dmv_l2pf_count(void);
+long gcu_dmv_deep_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
 /* The current device's SM count (0 on an error), for tests whose shapes depend on it. */

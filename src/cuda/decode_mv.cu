@@ -610,6 +610,8 @@ static long two_spec_count; /* of those, two row blocks a chunk (gcu_dmv_two_spe
 extern "C" long gcu_dmv_two_spec_count(void) { return two_spec_count; }
 static long l2pf_count; /* span kernel launches that prefetched into L2 (gcu_dmv_l2pf_count) */
 extern "C" long gcu_dmv_l2pf_count(void) { return l2pf_count; }
+static long deep_count; /* span kernel launches with a ring of more than 2 slots a warp (gcu_dmv_deep_count) */
+extern "C" long gcu_dmv_deep_count(void) { return deep_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -629,6 +631,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
+    if (s == GLIM_OK && d.span_warps && d.tslots > 2) deep_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;

@@ -606,6 +606,8 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.front_rows = g->opt.front_rows;
     if (kind == GCU_TLK_O && g->opt.tma_slots_o > 0) c.tma_slots = g->opt.tma_slots_o;
     if (kind == GCU_TLK_QKVG && g->opt.tma_slots_qkvg > 0) c.tma_slots = g->opt.tma_slots_qkvg;
+    if (kind == GCU_TLK_GU && g->opt.tma_slots_gu > 0) c.tma_slots = g->opt.tma_slots_gu;
+    if (kind == GCU_TLK_DOWN && g->opt.tma_slots_down > 0) c.tma_slots = g->opt.tma_slots_down;
     return c;
 }
 

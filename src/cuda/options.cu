@@ -80,6 +80,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.front_rows = env_int("GLIM_CUDA_FRONT_ROWS", 1);
     o.tma_slots_o = env_int("GLIM_CUDA_TMA_SLOTS_O", 0);
     o.tma_slots_qkvg = env_int("GLIM_CUDA_TMA_SLOTS_QKVG", 0);
+    o.tma_slots_gu = env_int("GLIM_CUDA_TMA_SLOTS_GU", 0);
+    o.tma_slots_down = env_int("GLIM_CUDA_TMA_SLOTS_DOWN", 0);
     o.diag_window_mb = env_int("GLIM_CUDA_DIAG_WINDOW", 0);
     o.diag_ring = env_int("GLIM_CUDA_DIAG_RING", 0);
     /* session 24 (H100, one call, alternating processes, GLIM_CUDA_SPAN=0): 135.8 tok/s with the
