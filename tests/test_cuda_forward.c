@@ -649,25 +649,32 @@ static void span_spec_bits(void) {
  * move bytes into the cache: every decoded token's logits must equal those with none bit for bit,
  * on the wide model (gate/up's 176 row blocks, every 2nd, 3rd and 4th), with attention's trigger
  * at its start and after q (ATT_TRIG 1 and 2: where o_proj's blocks issue it) and with the
- * early prefetches 3000 SM cycles late (GLIM_CUDA_L2PF_DELAY), and the prefetching launches must
- * have run (o_proj's, qkvg's and gate/up's of every layer: 3 a layer). */
+ * early prefetches 3000 SM cycles late (GLIM_CUDA_L2PF_DELAY), with down's and qkvg's own
+ * (GLIM_CUDA_L2PF_DOWN_SELF, _QKVG_SELF), and the prefetching launches must have run (o_proj's,
+ * qkvg's, gate/up's and down's of every layer: 4 a layer). */
 static void l2pf_bits(void) {
     NEED_GPU();
     static const char *const names[] = {"GLIM_CUDA_L2PF_GU", "GLIM_CUDA_L2PF_GU_O", "GLIM_CUDA_L2PF_GU_SELF",
                                         "GLIM_CUDA_ATT_TRIG", "GLIM_CUDA_SPAN", "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN",
-                                        "GLIM_CUDA_L2PF_DELAY"};
-    static const char *const off[] = {"0", "0", "0", "1", "15", "1", "0", "0"};
-    static const char *const on[] = {"3", "2", "4", "1", "15", "1", "0", "0"};
-    static const char *const on_late[] = {"3", "2", "4", "1", "15", "1", "0", "3000"};
-    static const char *const off2[] = {"0", "0", "0", "2", "15", "1", "0", "0"};
-    static const char *const on2[] = {"3", "2", "4", "2", "15", "1", "0", "0"};
+                                        "GLIM_CUDA_L2PF_DELAY", "GLIM_CUDA_L2PF_DOWN_SELF",
+                                        "GLIM_CUDA_L2PF_QKVG_SELF"};
+    static const char *const off[] = {"0", "0", "0", "1", "15", "1", "0", "0", "0", "0"};
+    static const char *const on[] = {"3", "2", "4", "1", "15", "1", "0", "0", "3", "0"};
+    static const char *const on_late[] = {"3", "2", "4", "1", "15", "1", "0", "3000", "3", "0"};
+    static const char *const off2[] = {"0", "0", "0", "2", "15", "1", "0", "0", "0", "0"};
+    static const char *const on2[] = {"3", "2", "4", "2", "15", "1", "0", "0", "3", "0"};
+    /* qkvg's own in place of qkvg's of gate/up (one prefetch a launch) */
+    static const char *const on_q[] = {"0", "2", "4", "1", "15", "1", "0", "0", "3", "3"};
     const glim_synth_spec wide = switch_spec(1, 47);
-    switch_bits_of("l2pf_trig1", wide, 2 * wide.sliding_window + 3, 8, names, off, on, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers);
-    switch_bits_of("l2pf_delay", wide, 2 * wide.sliding_window + 3, 8, names, off, on_late, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers);
-    switch_bits_of("l2pf_trig2", wide, 2 * wide.sliding_window + 3, 8, names, off2, on2, gcu_dmv_l2pf_count,
-                   3 * wide.n_layers);
+    switch_bits_of("l2pf_trig1", wide, 2 * wide.sliding_window + 3, 10, names, off, on, gcu_dmv_l2pf_count,
+                   4 * wide.n_layers);
+    switch_bits_of("l2pf_delay", wide, 2 * wide.sliding_window + 3, 10, names, off, on_late, gcu_dmv_l2pf_count,
+                   4 * wide.n_layers);
+    switch_bits_of("l2pf_trig2", wide, 2 * wide.sliding_window + 3, 10, names, off2, on2, gcu_dmv_l2pf_count,
+                   4 * wide.n_layers);
+    /* (layer 0's qkvg too: every launch of the four) */
+    switch_bits_of("l2pf_self_all", wide, 2 * wide.sliding_window + 3, 10, names, off, on_q, gcu_dmv_l2pf_count,
+                   4 * wide.n_layers);
 }
 
 /* GLIM_CUDA_TMA_SLOTS_GU and _DOWN (gate/up's and down's rings deeper than the 2 slots a warp of

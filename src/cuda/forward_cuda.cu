@@ -764,6 +764,9 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
     l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, 0, 0);
+    /* qkvg's own, before its wait: during the previous down's loop, compute-bound on an H200
+     * (GLIM_CUDA_L2PF_QKVG_SELF; not with L2PF_GU, one prefetch a launch) */
+    if (!q.l2pf.n) l2pf_rows(&q, &y->qkvg, g->opt.l2pf_qkvg_self, g->opt.l2pf_qkvg_self - 2, 1, g->opt.l2pf_delay);
     if (flags) flag_link(s, &q.flag_wait, &q.flag_need, &q.flag_arrive, gcu_dmv_blocks(&q));
     st = gcu_dmv_launch(&q, s->st, err);
     if (st == GLIM_OK) st = attention(s, l, 1, 0, err);
@@ -790,6 +793,9 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     /* before its own wait, during o_proj's loop (GLIM_CUDA_L2PF_GU_SELF: another residue than
      * o_proj's) */
     l2pf_rows(&gu, &y->gu, g->opt.l2pf_gu_self, g->opt.l2pf_gu_self - 2, 1, g->opt.l2pf_delay);
+    /* down's own, before its wait: during gate/up's tail, whose blocks end ~4 us apart
+     * (GLIM_CUDA_L2PF_DOWN_SELF) */
+    l2pf_rows(&down, &y->down, g->opt.l2pf_down_self, g->opt.l2pf_down_self - 2, 1, g->opt.l2pf_delay);
     if (flags) {
         flag_link(s, &gu.flag_wait, &gu.flag_need, &gu.flag_arrive, gcu_dmv_blocks(&gu));
         flag_link(s, &down.flag_wait, &down.flag_need, &down.flag_arrive, gcu_dmv_blocks(&down));
