@@ -358,7 +358,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     gcu_options base = gcu_options_default();
     struct { const char *name; gcu_options o; } v[96]; /* (gcc's -Warray-bounds names a list grown past it) */
     int nv = 0;
-    v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block on the fewest blocks with the same largest share; the head on k_dmv_tma's lean kernel, 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores in its lean instance, graph, PDL, o_proj launched at attention's start and prefetching every 4th of gate/up's row blocks into L2 during it, gate/up's own blocks every 16th before their wait)", v[nv++].o = base;
+    v[nv].name = "default (integer path; qkvg, o_proj, gate/up and down span-major, each warp staging its own spans, the row blocks' sums in shared memory, whole row blocks per block on the fewest blocks with the same largest share; the head on k_dmv_tma's lean kernel, 2-slot shared-memory rings of 2 units; the consumer norm's scale on the row sums after the loop, attention's tiles on the tensor cores in its lean instance, graph, PDL, o_proj launched at attention's start and prefetching every 4th of gate/up's row blocks into L2 during it, gate/up's own blocks every 16th and down's every 6th before their wait)", v[nv++].o = base;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): the merges' fences sequentially consistent (__threadfence; GLIM_CUDA_FENCE_SC=1)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.fence_sc = 1;
     v[nv].name = "register ring of 3 units per warp, bf16 hi/lo (session 5's default: GLIM_CUDA_TMA=0 GLIM_CUDA_I8=0)", v[nv].o = base, v[nv].o.i8 = 0, v[nv++].o.tma = 0;
     v[nv].name = "register ring of 3 units per warp, integer path (GLIM_CUDA_TMA=0)", v[nv].o = base, v[nv++].o.tma = 0;
@@ -380,7 +380,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "o_proj without its L2 prefetch of gate/up during attention (GLIM_CUDA_L2PF_GU_O=0)", v[nv].o = base, v[nv++].o.l2pf_gu_o = 0;
     v[nv].name = "gate/up without its own L2 prefetch before its wait (GLIM_CUDA_L2PF_GU_SELF=0, session 38's default)", v[nv].o = base, v[nv++].o.l2pf_gu_self = 0;
     v[nv].name = "the early L2 prefetches 4000 SM cycles after their blocks' start, attention's loads first (GLIM_CUDA_L2PF_DELAY=4000)", v[nv].o = base, v[nv++].o.l2pf_delay = 4000;
-    v[nv].name = "down's blocks prefetch every 16th of its row blocks before their wait, during gate/up's tail (GLIM_CUDA_L2PF_DOWN_SELF=16)", v[nv].o = base, v[nv++].o.l2pf_down_self = 16;
+    v[nv].name = "down without its own L2 prefetch before its wait (GLIM_CUDA_L2PF_DOWN_SELF=0)", v[nv].o = base, v[nv++].o.l2pf_down_self = 0;
     v[nv].name = "qkvg's blocks prefetch every 16th of its row blocks before their wait, during down's loop (GLIM_CUDA_L2PF_QKVG_SELF=16)", v[nv].o = base, v[nv++].o.l2pf_qkvg_self = 16;
     v[nv].name = "gate/up's ring 3 slots a warp, not 2 (GLIM_CUDA_TMA_SLOTS_GU=3)", v[nv].o = base, v[nv++].o.tma_slots_gu = 3;
     v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;

@@ -234,8 +234,9 @@ typedef struct gcu_options {
      * a layer; 4000 gave back 0.2-0.3 % at 4k and 32k and lost 0.4 % at ctx 0, session 39) */
     int l2pf_gu, l2pf_gu_o, l2pf_gu_self, l2pf_delay;
     /* a product's own blocks before their PDL wait, rb % S == S - 2, as l2pf_gu_self: down's
-     * during gate/up's tail (GLIM_CUDA_L2PF_DOWN_SELF), qkvg's during the previous down's loop
-     * (GLIM_CUDA_L2PF_QKVG_SELF); 0 off (session 39) */
+     * during gate/up's tail (GLIM_CUDA_L2PF_DOWN_SELF, 6: +0.7 / +0.5 / +0.5 % on an H100,
+     * session 39; 4, 8, 16 less), qkvg's during the previous down's loop
+     * (GLIM_CUDA_L2PF_QKVG_SELF, 0: neutral at 8 and 16 on an H100, to try on an H200) */
     int l2pf_down_self, l2pf_qkvg_self;
     int diag_window_mb; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs read their weights
                            from this many MB at each matrix's start, which stay in L2, so a token

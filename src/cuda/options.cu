@@ -124,7 +124,7 @@ extern "C" gcu_options gcu_options_default(void) {
     o.l2pf_gu_o = env_int("GLIM_CUDA_L2PF_GU_O", 4);
     o.l2pf_gu_self = env_int("GLIM_CUDA_L2PF_GU_SELF", 16);
     o.l2pf_delay = env_int("GLIM_CUDA_L2PF_DELAY", 0);
-    o.l2pf_down_self = env_int("GLIM_CUDA_L2PF_DOWN_SELF", 0);
+    o.l2pf_down_self = env_int("GLIM_CUDA_L2PF_DOWN_SELF", 6);
     o.l2pf_qkvg_self = env_int("GLIM_CUDA_L2PF_QKVG_SELF", 0);
     o.span_blocks[0] = env_int("GLIM_CUDA_SPAN_BLOCKS_QKVG", 0);
     o.span_blocks[1] = env_int("GLIM_CUDA_SPAN_BLOCKS_O", 0);
