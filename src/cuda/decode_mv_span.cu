@@ -144,9 +144,10 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
-/* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: another product's bytes), lane
- * 0; none where its n is 0. Dealt over the blocks first (piece k to block k % grid, its warp
- * k / grid % 16), so that every SM's copy engine issues its share, not the first blocks' all. */
+/* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: a later product's bytes, or a
+ * slice of this product's own), lane 0; none where its n is 0. Dealt over the blocks first
+ * (piece k to block k % grid, its warp k / grid % 16), so that every SM's copy engine issues its
+ * share, not the first blocks' all. */
 __device__ __forceinline__ void span_l2_prefetch(const gcu_l2pf &pf, int warp, int lane, long long t0) {
     const long long step = (long long)gridDim.x * DMV_WARPS;
     if (pf.delay && lane == 0 && (long long)warp * gridDim.x + blockIdx.x < pf.n)
@@ -249,8 +250,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
-    /* a later product's bytes into L2 while the previous kernel runs (o_proj's during attention,
-     * whose loads are few: the memory idles) */
+    /* bytes into L2 while the previous kernel runs and leaves the memory room: a later
+     * product's (o_proj's blocks take gate/up's during attention, whose loads are few) or a
+     * slice of this product's own (gate/up's during o_proj's loop, down's during gate/up's tail) */
     if (d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane, t_start);
     if (d.flag_wait) gcu_flag_wait(d.flag_wait, d.flag_need, gridDim.x); /* GLIM_CUDA_FLAG_WAIT */
     else gcu_pdl_wait();

@@ -146,9 +146,10 @@ int gcu_gemm_blocks_per_sm(const gcu_mv_call *c);
 /* ---- decode_mv.cu: one token, the input prepared in the kernel ---- */
 enum { GCU_PRO_RAW = 0, GCU_PRO_NORM = 1, GCU_PRO_RESID = 2 };
 
-/* Bytes of a later product's matrix a decode matvec launch prefetches into L2 (GLIM_CUDA_L2PF_*),
- * so that the memory, idle through attention and the prologues, serves part of that product
- * before it starts: pieces k < n of `bytes` (a multiple of 16) at p + k stride (16-aligned),
+/* Bytes of a matrix a decode matvec launch prefetches into L2 (GLIM_CUDA_L2PF_*): a later
+ * product's, or a thin slice of its own before its wait (_GU_SELF, _DOWN_SELF), so that the
+ * memory, idle through attention, the prologues and the tails, serves part of that product
+ * before its loop: pieces k < n of `bytes` (a multiple of 16) at p + k stride (16-aligned),
  * dealt over the grid's warps; before the PDL wait (early: while the previous kernel runs) or at
  * each block's end. A grid is complete, and the next kernel past its PDL wait, only once its
  * prefetches are done (session 38: qkvg's at its end held attention's wait back 3.3 us). n 0:
