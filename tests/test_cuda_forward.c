@@ -644,6 +644,35 @@ static void span_spec_bits(void) {
     }
 }
 
+/* GLIM_CUDA_SPAN_AHEAD=15 (each pair of spans' digits made during the previous pair's last
+ * chunk, on the LATE instance's general and SPEC 4 forms) makes the same digits and adds the same
+ * products in the same order: every decoded token's logits must equal those without it bit for
+ * bit, and the AHEAD instance must have run (four products a layer). The wide model's K (512 and
+ * 1408: 4 and 11 spans) gives each of the default 16 span groups one pair at most, so the cases
+ * also cut the spans among 1 and 3 groups (GLIM_CUDA_SPAN_WARPS): 2 and 6 pairs a warp, 1-2 and
+ * 2 with a single last span, where the next pair's digits are made ahead; and with one and two
+ * row blocks a chunk (GLIM_CUDA_SPAN_TWO), whose last chunk of a pair makes them. */
+static void span_ahead_bits(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_SPAN_AHEAD", "GLIM_CUDA_SPAN_SPEC", "GLIM_CUDA_SPAN_WARPS",
+                                        "GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN",
+                                        "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
+                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
+    static const struct {
+        const char *name, *spec, *warps, *two;
+    } cases[] = {{"span_ahead_spec4_w1", "4", "1", "0"},
+                 {"span_ahead_spec4_w3_two", "4", "3", "15"},
+                 {"span_ahead_general_w1_two", "0", "1", "15"},
+                 {"span_ahead_spec4_default", "4", "0", "0"}};
+    const glim_synth_spec wide = switch_spec(1, 47);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *off[] = {"0", cases[i].spec, cases[i].warps, cases[i].two, "15", "15", "1", "1", "1", "1", "0", "0"};
+        const char *on[] = {"15", cases[i].spec, cases[i].warps, cases[i].two, "15", "15", "1", "1", "1", "1", "0", "0"};
+        switch_bits_of(cases[i].name, wide, 2 * wide.sliding_window + 3, 12, names, off, on, gcu_dmv_span_ahead_count,
+                       3 * wide.n_layers);
+    }
+}
+
 /* GLIM_CUDA_L2PF_GU_O, GLIM_CUDA_L2PF_GU and GLIM_CUDA_L2PF_GU_SELF (o_proj's blocks and gate/up's
  * own before their PDL wait, qkvg's at their end, prefetch row blocks of gate/up into L2) only
  * move bytes into the cache: every decoded token's logits must equal those with none bit for bit,
@@ -986,6 +1015,7 @@ int main(void) {
     RUN(span_even_bits);
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
+    RUN(span_ahead_bits);
     RUN(l2pf_bits);
     RUN(deep_ring_bits);
     RUN(rewind_on_gpu);

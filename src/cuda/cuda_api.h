@@ -210,6 +210,13 @@ typedef struct gcu_options {
                        scale before the loop and the softcap epilogue too (3), the uneven
                        shares and the inputs' scalar loads too (4) (GLIM_CUDA_SPAN_SPEC, 4 since
                        session 35: 2 +1.7-2.0 % on an H100, 3 another +0.5-1 %, RESULTS v36-v37) */
+    int span_ahead; /* the products (mask as span) whose span kernel, on its LATE instance
+                       (general or SPEC 4; the 30B's format, groups of 64 and bf16 scales),
+                       makes each pair of spans' digits during the previous pair's last chunk,
+                       in one basic block with its units, instead of between the pairs, where a
+                       warp's staging chain (~250 instructions a pair, ~0.5 us on the no-bytes
+                       loop: RESULTS v29) overlapped only other warps' work. The same digits, the
+                       same bits (GLIM_CUDA_SPAN_AHEAD, 0) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -383,6 +390,8 @@ long gcu_dmv_two_spec_count(void);
 /* decode matvec launches on the span kernel that prefetched another product's bytes into L2
  * (GLIM_CUDA_L2PF_*) */
 long gcu_dmv_l2pf_count(void);
+/* span kernel launches on an instance that makes each pair's digits ahead (GLIM_CUDA_SPAN_AHEAD) */
+long gcu_dmv_span_ahead_count(void);
 long gcu_dmv_deep_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);

@@ -263,6 +263,12 @@ static glim_status dmv_init(glim_error *err) {
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
     }
+    for (int k = 0; k < 4; k++) { /* GLIM_CUDA_SPAN_AHEAD's: the general LATE one and SPEC 4, 1 or 2 row blocks */
+        const void *fn = dmv_span_ahead_kernel(2, 0, k & 1 ? 4 : 0, k & 2 ? 2 : 1);
+        cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
+                           : cudaSuccess;
+        if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
+    }
     cudaError_t e = cudaFuncSetAttribute((const void *)k_dmv_resid,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, DMV_SMEM_MAX);
     if (e != cudaSuccess) return gcu_check(e, "residual add shared memory", err);
@@ -483,6 +489,11 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     /* the instance for the row blocks a chunk and the late ring (sums in shared memory) */
     d->span_late = c->span_late && c->span_acc;
     k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
+    d->span_ahead_run = 0;
+    if (d->span_late && c->span_ahead) { /* (NULL for other formats: the plain instance) */
+        const void *ka = dmv_span_ahead_kernel(m->f.pps, m->sbf32, 0, rpc);
+        if (ka) k = ka, d->span_ahead_run = 1;
+    }
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
     *fn = k;
     *blocks = nb;
@@ -571,6 +582,9 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         if (spec >= 2 && d->tl) spec = 1;
         fn = dmv_span_spec_kernel(f->pps, c->m->sbf32, spec, d->span_rpc);
         d->span_spec_run = spec;
+        d->span_ahead_run = 0;
+        const void *ka = c->span_ahead && spec == 4 ? dmv_span_ahead_kernel(f->pps, c->m->sbf32, 4, d->span_rpc) : NULL;
+        if (ka) fn = ka, d->span_ahead_run = 1;
     }
     *fn_out = fn;
     return GLIM_OK;
@@ -612,6 +626,8 @@ static long l2pf_count; /* span kernel launches that prefetched into L2 (gcu_dmv
 extern "C" long gcu_dmv_l2pf_count(void) { return l2pf_count; }
 static long deep_count; /* span kernel launches with a ring of more than 2 slots a warp (gcu_dmv_deep_count) */
 extern "C" long gcu_dmv_deep_count(void) { return deep_count; }
+static long span_ahead_count; /* span kernel launches on an AHEAD instance (gcu_dmv_span_ahead_count) */
+extern "C" long gcu_dmv_span_ahead_count(void) { return span_ahead_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -632,6 +648,7 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
     if (s == GLIM_OK && d.span_warps && d.tslots > 2) deep_count++;
+    if (s == GLIM_OK && d.span_warps && d.span_ahead_run) span_ahead_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;

@@ -87,6 +87,7 @@ struct DmvArgs {
     int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
                         * where the call needs more of the general one), 0 off it */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
+    int span_ahead_run; /* host's note: on an AHEAD instance (GLIM_CUDA_SPAN_AHEAD) */
     gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };
 
@@ -350,6 +351,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
  * sums in shared memory: one ring slot requested before the PDL wait) */
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late);
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc);
+const void *dmv_span_ahead_kernel(int pps, int sbf32, int spec, int rpc);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

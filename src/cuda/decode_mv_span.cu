@@ -164,7 +164,12 @@ __device__ __forceinline__ void span_l2_prefetch(const gcu_l2pf &pf, int warp, i
  * other products. LATE: the ring's first slot before the PDL wait, the rest after the prologue
  * (GLIM_CUDA_SPAN_LATE's products; one or two row blocks a chunk since session 37, so that
  * GLIM_CUDA_SPAN_TWO's products keep the SPEC instances). */
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC>
+template <bool B>
+struct SpanFlag {
+    static constexpr bool value = B;
+};
+
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC, bool AHEAD>
 __device__ __forceinline__ void span_body(const DmvArgs &d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -179,6 +184,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const unsigned ub = (unsigned)uw * 16u;
     static_assert(RPC == 1 || (RPC == 2 && RB == 0), "two row blocks a chunk only with the sums in shared memory");
     static_assert(!LATE || RB == 0, "the late ring only on the shared-memory instances");
+    static_assert(!AHEAD || (LATE && RB == 0), "the digits ahead only on the late instances");
     constexpr int rpc = RPC; /* d.span_rpc, the host's choice */
     const size_t cstep = (size_t)SPAN_CHUNK * rpc * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
@@ -300,8 +306,15 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     uint4 b01[2], b23[2];
     I8SpanF<PPS> f[2]; /* the pair's spans' factors, read once per pair */
     const float2 *ep0 = (const float2 *)(scr + 2 * DMV_I8_SPAN_U4), *ep1 = ep0 + PPS;
-    /* one row block's n units (1 or 2, at the pair's spans) at p into a2 */
-    auto units = [&](const uint4 *p, float *a2, int n) {
+    /* AHEAD: the next pair's values (v, loaded at this pair's start) and their digits dn, made in
+     * the pair's last chunk */
+    float v[8];
+    DmvI8Digits dn;
+    constexpr int LP = PPS == 1 ? 16 : PPS == 2 ? 8 : 4; /* dmv_i8_group_lanes, as a constant */
+    /* one row block's n units (1 or 2, at the pair's spans) at p into a2; with mk's value the next
+     * pair's digits too, in the same basic block as the units (each branch its own copy), so
+     * that the scheduler interleaves the two independent chains */
+    auto units = [&](const uint4 *p, float *a2, int n, auto mk) {
         /* both units' loads before the first's arithmetic where their registers fit (bf16
          * scales in 2 parts: the 30B's format); ptxas spilled 8-148 bytes with the wider
          * scales, which load the second unit after the first's arithmetic */
@@ -317,16 +330,18 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
             if (!BOTH) tma_unit_load(u1, p + uw, lane);
             dmv_unit_i8_f<PPS, SBF32>(u1, b01[1], b23[1], f[1], a2);
+            if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         } else {
             dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
+            if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         }
     };
     /* one chunk: a row block's n units into aA and, with second, the next row block's into aB
      * (each row block's sums in the same order as with a chunk per row block: the same bits) */
-    auto chunk = [&](float *aA, float *aB, int n, bool second) {
+    auto chunk = [&](float *aA, float *aB, int n, bool second, auto mk) {
         gcu_mbar_wait(&bar[slot], phase);
-        units(up, aA, n);
-        if (second) units(up + n * uw, aB, n);
+        units(up, aA, n, mk);
+        if (second) units(up + n * uw, aB, n, SpanFlag<false>());
         /* the chunk's bytes (and the scratch's group sums) are read by every lane: refill its
          * slot (and, after the pair's last chunk, the scratch may be staged again) */
         __syncwarp();
@@ -342,7 +357,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         }
     };
     /* a chunk into the sums of shared-memory rows r and, with a second row block, r + 1 */
-    auto chunk_smem = [&](int r, int n) {
+    auto chunk_smem = [&](int r, int n, auto mk) {
         const bool second = rpc == 2 && r + 1 < nwr;
         const float2 x = sacc[r * 32];
         float aA[2] = {x.x, x.y}, aB[2] = {0.0f, 0.0f};
@@ -350,17 +365,22 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             const float2 y = sacc[(r + 1) * 32];
             aB[0] = y.x, aB[1] = y.y;
         }
-        chunk(aA, aB, n, second);
+        chunk(aA, aB, n, second, mk);
         sacc[r * 32] = make_float2(aA[0], aA[1]);
         if (second) sacc[(r + 1) * 32] = make_float2(aB[0], aB[1]);
     };
-    float v[8];
     if (npair > 0) span_pair_values<SPEC >= 4>(d, row, w.sA, w.sB, lane, v);
-    for (int p = 0; p < npair; p++) {
+    /* AHEAD: a warp without row blocks stages nothing (it has no chunk to make the digits in) */
+    const int nps = AHEAD && nwr == 0 ? 0 : npair;
+    if constexpr (AHEAD) {
+        if (nps > 0) dn = dmv_i8_digits(v, LP);
+    }
+    for (int p = 0; p < nps; p++) {
         const int s = w.sA + 2 * p, two = s + 1 < w.sB ? 2 : 1;
         /* stage the pair into the warp's scratch: item `lane` of the pair (span lane / 16), its
-         * digits and its group's (E, sum) at the pair's relative places */
-        dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
+         * digits and its group's (E, sum) at the pair's relative places (AHEAD: made already) */
+        if constexpr (AHEAD) dmv_i8_put(dn, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
+        else dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
         if (p + 1 < npair) span_pair_values<SPEC >= 4>(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
         span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
@@ -371,10 +391,16 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {
                 if (r >= nwr) break; /* warp-uniform */
-                chunk(acc[r], acc[r], two, false); /* sums in registers: a row block a chunk (rpc 1) */
+                chunk(acc[r], acc[r], two, false, SpanFlag<false>()); /* sums in registers: a row block a chunk (rpc 1) */
             }
+        } else if constexpr (AHEAD) {
+            /* the pair's last chunk also makes the next pair's digits (nwr >= 1 here) */
+            const bool ahead = p + 1 < npair;
+            const int rl = ahead ? (nwr - 1) / rpc * rpc : nwr;
+            for (int r = 0; r < rl; r += rpc) chunk_smem(r, two, SpanFlag<false>());
+            if (ahead) chunk_smem(rl, two, SpanFlag<true>());
         } else {
-            for (int r = 0; r < nwr; r += rpc) chunk_smem(r, two);
+            for (int r = 0; r < nwr; r += rpc) chunk_smem(r, two, SpanFlag<false>());
         }
         __syncwarp(); /* every lane is past its reads of the scratch (a pair may have no chunk) */
     }
@@ -434,10 +460,10 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
  * as well (4), so that the run path does not jump over their inlined code at every turn: a taken
  * jump to a line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
  * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0>
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0, bool AHEAD = false>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     if constexpr (SPEC == 0) {
-        span_body<PPS, SBF32, RB, RPC, LATE, 0>(d);
+        span_body<PPS, SBF32, RB, RPC, LATE, 0, AHEAD>(d);
     } else {
         DmvArgs c = d;
         c.stamps = NULL;
@@ -453,12 +479,14 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
         }
         if (SPEC >= 4) c.front = 1; /* (and span_pair_values's whole items: the host checks both) */
-        span_body<PPS, SBF32, RB, RPC, LATE, SPEC>(c);
+        span_body<PPS, SBF32, RB, RPC, LATE, SPEC, AHEAD>(c);
     }
 }
 
-template <int RB, int RPC, bool LATE, int SPEC = 0>
+template <int RB, int RPC, bool LATE, int SPEC = 0, bool AHEAD = false>
 static const void *span_pick(int pps, int sbf32) {
+    if constexpr (AHEAD) /* the 30B's format only (groups of 64, bf16 scales): NULL for the others */
+        return pps == 2 && !sbf32 ? (const void *)k_dmv_span<2, false, RB, RPC, LATE, SPEC, true> : NULL;
     switch (pps * 2 + (sbf32 ? 1 : 0)) {
     case 4: return (const void *)k_dmv_span<2, false, RB, RPC, LATE, SPEC>;
     case 5: return (const void *)k_dmv_span<2, true, RB, RPC, LATE, SPEC>;
@@ -480,6 +508,14 @@ static const void *span_spec_pick(int pps, int sbf32, int spec) {
 }
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc) {
     return rpc == 2 ? span_spec_pick<2>(pps, sbf32, spec) : span_spec_pick<1>(pps, sbf32, spec);
+}
+
+/* GLIM_CUDA_SPAN_AHEAD's instances (a pair's digits made during the previous pair's last chunk):
+ * the general LATE one (spec 0) and SPEC 4, for the 30B's format; NULL where there is none. */
+const void *dmv_span_ahead_kernel(int pps, int sbf32, int spec, int rpc) {
+    if (spec == 4) return rpc == 2 ? span_pick<0, 2, true, 4, true>(pps, sbf32) : span_pick<0, 1, true, 4, true>(pps, sbf32);
+    if (spec == 0) return rpc == 2 ? span_pick<0, 2, true, 0, true>(pps, sbf32) : span_pick<0, 1, true, 0, true>(pps, sbf32);
+    return NULL;
 }
 
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late) {

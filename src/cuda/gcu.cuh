@@ -279,6 +279,9 @@ typedef struct gcu_dmv_call {
     /* span_row0: the span kernel's NORM/RESID row at offset 0 of its shared memory, the rest
      * after it, without k_dmv_tma's staging area (which it does not use) */
     int span_row0;
+    /* span_ahead: on the LATE instance (general or SPEC 4), each pair's digits made during the
+     * previous pair's last chunk (opt.span_ahead, a mask as span) */
+    int span_ahead;
     /* GLIM_CUDA_L2PF_*: a later product's bytes this launch prefetches into L2 (the span kernel
      * only; others ignore it) */
     gcu_l2pf l2pf;

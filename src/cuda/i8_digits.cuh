@@ -105,14 +105,20 @@ __device__ __forceinline__ int dmv_i8_word(int q) {
 /* dmv_i8_digits written at dig (digits) and ex (the groups' (E, sum), by each group's first
  * lane), shared or global memory; lanes with valid == false take part with zeros and write
  * nothing. */
-__device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
-                                            float2 *ex) {
-    const DmvI8Digits o = dmv_i8_digits(v, lp);
+/* Item q's digits o (dmv_i8_digits) written there: the second half of dmv_i8_item, apart so
+ * that the span kernel can make a pair's digits during the previous pair's units and write them
+ * once that pair is done (GLIM_CUDA_SPAN_AHEAD). */
+__device__ __forceinline__ void dmv_i8_put(const DmvI8Digits &o, int q, bool valid, int lp, int lane,
+                                           unsigned char *dig, float2 *ex) {
     if (!valid) return;
     uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
 #pragma unroll
     for (int c = 0; c < 3; c++) dst[c * DMV_I8_DIGIT_U2] = o.w[c];
     if ((lane & (lp - 1)) == 0) ex[dmv_i8_group(q, lp)] = o.ex;
+}
+__device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
+                                            float2 *ex) {
+    dmv_i8_put(dmv_i8_digits(v, lp), q, valid, lp, lane, dig, ex);
 }
 
 /* The same into the shared memory of every block of the cluster (ranks 0..ncta-1), at the
