@@ -11,7 +11,8 @@ timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /de
 grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     sh bench/decode_ab.sh 3 new GLIM_CUDA_SPAN_AHEAD=15 GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13 \
-        GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13,GLIM_CUDA_SPAN_AHEAD=15 GLIM_CUDA_SPAN_TWO=9,GLIM_CUDA_SPAN_AHEAD=15 \
+        GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13,GLIM_CUDA_SPAN_AHEAD=15 \
+        GLIM_CUDA_SPAN_TWO=9,GLIM_CUDA_SPAN_AHEAD=15 \
         GLIM_CUDA_L2PF_GU_O=0,GLIM_CUDA_L2PF_GU_SELF=0,GLIM_CUDA_L2PF_DOWN_SELF=0 GLIM_CUDA_L2PF_GU_O=3 \
         GLIM_CUDA_L2PF_GU_O=5 GLIM_CUDA_L2PF_GU_SELF=8 GLIM_CUDA_L2PF_DOWN_SELF=4 GLIM_CUDA_DIAG_RING=4
 else
