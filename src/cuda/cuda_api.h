@@ -257,7 +257,9 @@ typedef struct gcu_options {
                       bytes at all (the loops' own compute ceiling), 5 no prologue (no rows
                       read, normed or staged: what the prologues cost), and of the norms'
                       prologue 6 the residual's L2 read left out, 7 both rows' reads, 8 the
-                      gains' reads; GLIM_CUDA_DIAG_RING, 0: off */
+                      gains' reads; 9 (the span kernel only) 2 of every 7 chunks a warp requests
+                      without bytes, an H200's bytes per unit of compute on an H100;
+                      GLIM_CUDA_DIAG_RING, 0: off */
     int diag_att_twice; /* TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice,
                            the second time from scratch (gcu_attn_call.diag_twice), so that the
                            timeline's "tiles' math" adds what a pass costs with its code, constants

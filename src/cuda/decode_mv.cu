@@ -443,8 +443,8 @@ static int dmv_span_groups(int nspan, int want, int W) {
  * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
  * scratch. */
 static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
-    /* of the ring diagnostics (DmvArgs.diag_ring) it runs 4 (no bytes) and the prologue's 6-8 */
-    const int dg = c->diag_ring, diag_ok = dg == 0 || dg == 4 || (dg >= 6 && dg <= 8);
+    /* of the ring diagnostics (DmvArgs.diag_ring) it runs 4 (no bytes), the prologue's 6-8 and 9 (an H200's bytes per compute) */
+    const int dg = c->diag_ring, diag_ok = dg == 0 || dg == 4 || (dg >= 6 && dg <= 9);
     if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || !diag_ok || d->diag_window) return 0;
     const gcu_mat *m = c->m;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;

@@ -43,7 +43,9 @@
  * instance, session 34).
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
- * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's.
+ * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's; and 9 (here
+ * only): 2 of every 7 of a warp's chunks without bytes, an H200's bytes per unit of compute on
+ * an H100.
  *
  * The sums are the same products added in another order than k_dmv_tma's (per warp over its
  * spans, then over the span groups), so the bits differ from it; test_cuda_kernels (modes
@@ -206,6 +208,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const uint4 *rq_src = a.w;
     const size_t rq_istep = (size_t)w.H * nspan * uw;
     unsigned rq_bytes = 0;
+    unsigned rq_n = 0; /* d.diag_ring 9: the warp's requests so far */
     auto pair_start = [&]() { /* the source and bytes of pair rq_pair's first chunk (span_chunk) */
         if (rq_pair >= npair || nwr == 0) return;
         int rb, sf, n;
@@ -228,7 +231,12 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         } else {
             rq_src += rpc * rq_istep;
         }
-        if (d.diag_ring == 4) { /* a timing diagnostic: no bytes, the phase completes on this arrival */
+        /* timing diagnostics: 4 no bytes, the phase completes on this arrival; 9 two requests in
+         * seven without bytes, the rest with them: the bytes per unit of compute an H200 leaves
+         * (its copy bandwidth 1.40 times an H100's: 5/7 = 0.71 of the bytes), so that an H100
+         * shows which loops an H200 would find compute-bound */
+        const bool nob = d.diag_ring == 4 || (d.diag_ring == 9 && rq_n++ % 7u < 2u);
+        if (nob) {
             gcu_mbar_expect_tx(sbar, 0);
             return true;
         }

@@ -209,7 +209,7 @@ __device__ __forceinline__ void tma_rows(const DmvArgs &d, const DmvSmem &m, Dmv
     /* d.diag_ring 6, 7 (timing diagnostics, wrong logits): the residual's read left out (6),
      * both reads (7): what the prologue's L2 reads cost, every block reading the same rows */
     const float *ps = d.diag_ring != 7 ? d.src + threadIdx.x : NULL;
-    const float *ph = d.pro == GCU_PRO_RESID && d.diag_ring < 6 ? d.h_in + threadIdx.x : NULL;
+    const float *ph = d.pro == GCU_PRO_RESID && (d.diag_ring < 6 || d.diag_ring == 9) ? d.h_in + threadIdx.x : NULL;
 #pragma unroll
     for (int j = 0; j < TMA_JM; j++) {
         s[j] = ps && j < nj ? __ldcg(ps + j * DMV_THREADS) : 0.0f;
