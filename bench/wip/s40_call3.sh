@@ -6,6 +6,8 @@
 # bench of record and a 2-round A/B. Carry .deps, build/src/cuda.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
+# ONLY_H200=1: stop at once on another card (a call naming nvidia-h200 may get an H100)
+[ "${ONLY_H200:-0}" = 1 ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && { echo "not an H200"; exit 3; }
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 sh bench/gpu_tests.sh
 timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
