@@ -14,12 +14,12 @@ timeout 200 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /de
 grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
 A=GLIM_CUDA_SPAN_AHEAD T=GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    sh bench/decode_ab.sh 3 new $A=12 $A=15 $T $T,$A=12 GLIM_CUDA_SPAN_TWO=8,$A=12 \
+    sh bench/decode_ab.sh 3 new $A=15 $A=12 $T $T,$A=15 GLIM_CUDA_SPAN_TWO=9,$A=15 \
         GLIM_CUDA_L2PF_GU_O=0,GLIM_CUDA_L2PF_GU_SELF=0,GLIM_CUDA_L2PF_DOWN_SELF=0 GLIM_CUDA_L2PF_GU_O=3 \
         GLIM_CUDA_L2PF_GU_SELF=8 GLIM_CUDA_L2PF_DOWN_SELF=4 GLIM_CUDA_L2PF_QKVG_SELF=16 GLIM_CUDA_DIAG_RING=4
-    TL="GLIM_CUDA_DIAG_RING=4 $T,$A=12"
+    TL="GLIM_CUDA_DIAG_RING=4 $T,$A=15"
 else
-    sh bench/decode_ab.sh 2 new $A=12 $T,$A=12
+    sh bench/decode_ab.sh 2 new $A=15 $T,$A=15
     TL=""
 fi
 cp $OUT/ab.md $OUT/ab_s40_call3.md

@@ -12,7 +12,7 @@ echo "span_ahead_bits rc=$? $(grep -c '^PASS' $OUT/span_ahead_bits.log) pass $(g
 timeout 150 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
 grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
 A=GLIM_CUDA_SPAN_AHEAD T=GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13
-sh bench/decode_ab.sh 2 new $A=12 $T $T,$A=12 GLIM_CUDA_L2PF_GU_O=0,GLIM_CUDA_L2PF_GU_SELF=0,GLIM_CUDA_L2PF_DOWN_SELF=0 \
+sh bench/decode_ab.sh 2 new $A=15 $T $T,$A=15 GLIM_CUDA_L2PF_GU_O=0,GLIM_CUDA_L2PF_GU_SELF=0,GLIM_CUDA_L2PF_DOWN_SELF=0 \
     GLIM_CUDA_L2PF_GU_O=3 GLIM_CUDA_DIAG_RING=4
 cp $OUT/ab.md $OUT/ab_s40_call7.md
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
