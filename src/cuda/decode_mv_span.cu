@@ -42,6 +42,12 @@
  * stays warm from product to product (+0.3-1 % at ctx 0 over qkvg and down on the two-row
  * instance, session 34).
  *
+ * GLIM_CUDA_SPAN_AHEAD (its products, on the LATE instances, off by default): each pair's digits
+ * are made during the previous pair's last chunk, in one basic block with its units, instead of
+ * between the pairs, where a warp's staging chain overlapped only the other warps' work (+2.8 %
+ * without weight bytes on an H100, -0.3 to -0.5 % with them: the digits delay that chunk's
+ * refill; session 40, RESULTS v42).
+ *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
  * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's; and 9 (here
  * only): 2 of every 7 of a warp's chunks without bytes, an H200's bytes per unit of compute on
