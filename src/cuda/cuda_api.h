@@ -394,6 +394,7 @@ long gcu_dmv_two_spec_count(void);
 long gcu_dmv_l2pf_count(void);
 /* span kernel launches on an instance that makes each pair's digits ahead (GLIM_CUDA_SPAN_AHEAD) */
 long gcu_dmv_span_ahead_count(void);
+/* span kernel launches with a ring of more than 2 slots a warp (GLIM_CUDA_TMA_SLOTS_GU, _DOWN) */
 long gcu_dmv_deep_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */
 long gcu_gemm_count(void);
