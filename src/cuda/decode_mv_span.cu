@@ -171,7 +171,7 @@ __device__ __forceinline__ float span_ssq_sum(const float *p, int n, int lane) {
 
 /* GLIM_CUDA_SPAN_LAND: the lane's 8 input values of the pair of spans from s out of the warp's
  * landing buffer lb (rows of 256 floats: s, then for RESID h, w_add, w_out), as span_pair_values
- * gives them (zeros past the warp's spans). RESID: y = h + centred_norm(s; w_add) with the
+ * gives them (zeros past the warp's spans; SPEC 4's whole items, which dmv_span_land_ok checks). RESID: y = h + centred_norm(s; w_add) with the
  * producer's scale inv (dmv_resid_value: the prologue's expression), its squares into *ss where
  * the warp counts them (row group 0: each span once), y to the residual h_out where hw (block
  * 0's row group 0), and the values the norm's scale multiplies after the loop, y (1 + w_out)
@@ -179,7 +179,11 @@ __device__ __forceinline__ float span_ssq_sum(const float *p, int n, int lane) {
 __device__ __forceinline__ void span_land_values(const DmvArgs &d, const float *lb, int s, int sB, int lane,
                                                  bool resid, float inv, bool count, bool hw, float *ss, float *v) {
     const bool in = s + (lane >> 4) < sB;
-    const float4 *p = (const float4 *)lb + 2 * lane;
+    /* the lane's item: 8 consecutive values at its place in the pair (dmv_item's order of the
+     * 16 items of a span, the weight words' order, not the lanes') */
+    int ow = 0;
+    const int el = dmv_item(d.f, lane, &ow);
+    const float4 *p = (const float4 *)(lb + el);
     const float4 x0 = p[0], x1 = p[1];
     const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
     if (!resid) {
@@ -198,7 +202,7 @@ __device__ __forceinline__ void span_land_values(const DmvArgs &d, const float *
 #pragma unroll
         for (int k = 0; k < 8; k++) *ss += y[k] * y[k];
     if (hw && in) {
-        float4 *o = (float4 *)(d.h_out + (size_t)s * 128 + 8 * lane);
+        float4 *o = (float4 *)(d.h_out + (size_t)s * 128 + el);
         o[0] = make_float4(y[0], y[1], y[2], y[3]);
         o[1] = make_float4(y[4], y[5], y[6], y[7]);
     }
