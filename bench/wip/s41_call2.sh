@@ -2,7 +2,7 @@
 # s41_call2.sh: GLIM_CUDA_SPAN_LAND after call 1's fix (the lanes' items at dmv_item's places):
 # span_land and span_ahead_bits (its 12 variables now all set), alternating rounds of the
 # default against LAND=1 (ROUNDS, default 2; on an H200 also ROW0 + TWO=13 + AHEAD=15), timelines at ctx
-# 0 of TL (default LAND=1; "default" for the default).
+# 0 of TL (unset: LAND=1; "default" for the default; empty: none).
 # Carry .deps, build/src/cuda.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -18,7 +18,7 @@ else
     sh bench/decode_ab.sh ${ROUNDS:-2} new $L
 fi
 cp $OUT/ab.md $OUT/ab_s41_call2.md
-for v in ${TL:-$L}; do
+for v in ${TL-$L}; do
     n=$(echo "$v" | tr '=,' '__' | cut -c1-60)
     env $( [ "$v" = default ] || echo "$v" ) timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 \
         --out $OUT/tl_$n.md > /dev/null 2>&1
