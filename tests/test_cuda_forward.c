@@ -676,60 +676,6 @@ static void span_ahead_bits(void) {
     }
 }
 
-/* GLIM_CUDA_SPAN_LAND=1 (each warp's inputs into its landing buffer by bulk copies; the RESID
- * products, gate/up and the next layer's qkvg, without a prologue: their RMS scale from o_proj's
- * and down's per-block sums of squares, the residual and the normed values made per warp) sums
- * the scale's squares in another order, so its logits are not the prologue's bits: each case
- * decodes against the CPU (random_vs_cpu: the fp32-KV decode logits within 3e-4 of the largest,
- * greedy tokens equal) and against the default (within 1e-4 of the largest logit, the same
- * greedy tokens), and the RESID landing must have run (gate/up in every layer and qkvg past the
- * first, in the decode graph). A wrong scale, a residual not written or a sum of squares counted
- * twice moves the logits by far more. The wide model's 4 and 11 spans give each of the default
- * 16 span groups one pair at most, so the cases also cut them among 1 and 3 groups (2 and 6
- * pairs a warp: the next pair's rows requested as one is read), with one and two row blocks a
- * chunk, and on the SPEC 1 landing instance (the timeline's; GLIM_CUDA_FRONT_ROWS=0 keeps the
- * call off SPEC 4). */
-static void span_land(void) {
-    NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_SPAN_LAND", "GLIM_CUDA_SPAN_WARPS", "GLIM_CUDA_SPAN_TWO",
-                                        "GLIM_CUDA_FRONT_ROWS", "GLIM_CUDA_SPAN", "GLIM_CUDA_SPAN_ACC",
-                                        "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                        "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN", "GLIM_CUDA_FLAG_WAIT"};
-    enum { NV = sizeof names / sizeof names[0] };
-    static const struct {
-        const char *name, *warps, *two, *front;
-    } cases[] = {{"span_land_default", "0", "0", "1"},
-                 {"span_land_w1", "1", "0", "1"},
-                 {"span_land_w3_two", "3", "15", "1"},
-                 {"span_land_spec1_w1_two", "1", "15", "0"}};
-    const glim_synth_spec wide = switch_spec(1, 53);
-    const long per_token = 2L * wide.n_layers - 1; /* gate/up in every layer, qkvg past layer 0 */
-    env_saved env;
-    env_save(&env, names, NV);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *off[NV] = {"0", cases[i].warps, cases[i].two, cases[i].front, "15", "1", "15", "1", "1", "1",
-                               "0", "0", "0"};
-        const char *on[NV] = {"1", cases[i].warps, cases[i].two, cases[i].front, "15", "1", "15", "1", "1", "1",
-                              "0", "0", "0"};
-        char cpu_name[64];
-        snprintf(cpu_name, sizeof cpu_name, "%s_cpu", cases[i].name);
-        env_set(&env, on);
-        const long before = gcu_dmv_span_land_resid_count(), all = gcu_dmv_span_land_count();
-        random_vs_cpu(cpu_name, wide);
-        env_restore(&env);
-        const long ran = gcu_dmv_span_land_resid_count() - before, ran_all = gcu_dmv_span_land_count() - all;
-        printf("  info: %s: %ld launches on a landing instance, %ld of them RESID without a prologue\n", cpu_name,
-               ran_all, ran);
-        /* (launches as enqueued: the decode graph is captured once per session, and random_vs_cpu
-         * decodes on two fast-path GPU models) */
-        CHECK(ran >= per_token, "%s: %ld RESID landing launches, at least %ld expected", cpu_name, ran, per_token);
-        CHECK(ran_all >= ran + 2L * wide.n_layers, "%s: %ld landing launches, at least %ld expected (o_proj and down "
-              "too)", cpu_name, ran_all, ran + 2L * wide.n_layers);
-        switch_close_of(cases[i].name, wide, 2 * wide.sliding_window + 3, NV, names, off, on,
-                        gcu_dmv_span_land_resid_count, per_token, 1e-4);
-    }
-}
-
 /* GLIM_CUDA_L2PF_GU_O, GLIM_CUDA_L2PF_GU and GLIM_CUDA_L2PF_GU_SELF (o_proj's blocks and gate/up's
  * own before their PDL wait, qkvg's at their end, prefetch row blocks of gate/up into L2) only
  * move bytes into the cache: every decoded token's logits must equal those with none bit for bit,
@@ -1073,7 +1019,6 @@ int main(void) {
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
     RUN(span_ahead_bits);
-    RUN(span_land);
     RUN(l2pf_bits);
     RUN(deep_ring_bits);
     RUN(rewind_on_gpu);

@@ -1,5 +1,6 @@
 #!/bin/sh
-# s41_call2.sh: GLIM_CUDA_SPAN_LAND after call 1's fix (the lanes' items at dmv_item's places):
+# s41_call2.sh: GLIM_CUDA_SPAN_LAND after call 1's fix (the lanes' items at dmv_item's places;
+# apply bench/wip/span_land.patch and build first):
 # span_land and span_ahead_bits (its 12 variables now all set), alternating rounds of the
 # default against LAND=1 (ROUNDS, default 2; on an H200 also ROW0 + TWO=13 + AHEAD=15), timelines at ctx
 # 0 of TL (unset: LAND=1; "default" for the default; empty: none).

@@ -22,7 +22,6 @@ extern "C" {
  * sub-chunk; GLIM_CUDA_PREFILL_T picks fewer). A sliding layer's ring holds the window plus
  * this many keys (gcu_ring_rows), so it is also how far back a session may rewind by default. */
 #define GCU_TMAX 64
-#define GCU_SSQ_MAX 1024 /* GLIM_CUDA_SPAN_LAND: a producer's blocks (its per-block sums of squares) at most */
 
 /* Devices the runtime can use (0 when there is no GPU or no driver). Never fails. */
 int gcu_device_count(void);
@@ -218,12 +217,6 @@ typedef struct gcu_options {
                        warp's staging chain (~250 instructions a pair, ~0.5 us on the no-bytes
                        loop: RESULTS v29) overlapped only other warps' work. The same digits, the
                        same bits (GLIM_CUDA_SPAN_AHEAD, 0) */
-    int span_land;  /* 1: the decode's products on the span kernel's landing instances (the
-                       30B's format): each warp's inputs come into shared memory by bulk copies
-                       a pair of spans at a time, and the RESID products (qkvg, gate/up) have no
-                       prologue: their RMS scale is the sum of o_proj's or down's per-block sums
-                       of squares, and each warp makes the residual and the normed values of its
-                       own spans (GLIM_CUDA_SPAN_LAND, 0) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -401,10 +394,6 @@ long gcu_dmv_two_spec_count(void);
 long gcu_dmv_l2pf_count(void);
 /* span kernel launches on an instance that makes each pair's digits ahead (GLIM_CUDA_SPAN_AHEAD) */
 long gcu_dmv_span_ahead_count(void);
-/* span kernel launches on a landing instance (GLIM_CUDA_SPAN_LAND), and of those the RESID ones
- * that took their RMS scale from the producer's sums of squares */
-long gcu_dmv_span_land_count(void);
-long gcu_dmv_span_land_resid_count(void);
 /* span kernel launches with a ring of more than 2 slots a warp (GLIM_CUDA_TMA_SLOTS_GU, _DOWN) */
 long gcu_dmv_deep_count(void);
 /* Prefill GEMM launches so far (prefill_gemm.cu; tests check that it ran). */

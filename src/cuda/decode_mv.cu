@@ -263,10 +263,8 @@ static glim_status dmv_init(glim_error *err) {
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
     }
-    for (int k = 0; k < 8; k++) { /* GLIM_CUDA_SPAN_AHEAD's (the general LATE one and SPEC 4) and
-                                    * GLIM_CUDA_SPAN_LAND's (SPEC 1 and 4), 1 or 2 row blocks */
-        const int spec = k & 4 ? (k & 1 ? 4 : 1) : (k & 1 ? 4 : 0), rpc = k & 2 ? 2 : 1;
-        const void *fn = k & 4 ? dmv_span_land_kernel(2, 0, spec, rpc) : dmv_span_ahead_kernel(2, 0, spec, rpc);
+    for (int k = 0; k < 4; k++) { /* GLIM_CUDA_SPAN_AHEAD's: the general LATE one and SPEC 4, 1 or 2 row blocks */
+        const void *fn = dmv_span_ahead_kernel(2, 0, k & 1 ? 4 : 0, k & 2 ? 2 : 1);
         cudaError_t e = fn ? cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dmv_tma_smem_cap())
                            : cudaSuccess;
         if (e != cudaSuccess) return gcu_check(e, "decode matvec shared memory", err);
@@ -438,27 +436,6 @@ static int dmv_span_groups(int nspan, int want, int W) {
     return W;
 }
 
-/* GLIM_CUDA_SPAN_LAND: whether the span kernel's landing instance (SPEC 1 or 4 of the LATE
- * one, the 30B's format) can take the call: a RAW input, or a RESID one with the producer's
- * sums of squares (ssq_in) and the norm's scale after the loop; whole 16-byte items of 8 values
- * (4-bit, K = 128 nspan) and 16-byte aligned rows (the bulk copies'); one token; nothing the
- * SPEC 1 instance compiles out (the stamps, the ring diagnostics, the flag release, the fused
- * staging) and no softcap (the head's). A producer's sums (ssq_out) only from a RAW store. */
-static int dmv_span_land_ok(const gcu_dmv_call *c, const DmvArgs *d) {
-    const gcu_mat *m = c->m;
-    const int raw = c->pro == GCU_PRO_RAW, resid = c->pro == GCU_PRO_RESID;
-    int ok = c->span_land && c->span_late && c->span_acc && m->f.kind == GCU_KIND_Q && m->f.bits == 4 &&
-             m->f.pps == 2 && !m->sbf32 && (long long)d->K == 128LL * d->mv.nspan && d->mv.T == 1 &&
-             !c->stamps && !c->diag_ring && !c->flag_wait && !c->flag_arrive && !d->mv.fuse &&
-             d->mv.epi != GCU_EPI_SOFTCAP && !((uintptr_t)c->src & 15) && (raw || resid);
-    if (ok && resid)
-        ok = c->ssq_in && c->ssq_n > 0 && c->ssq_n <= GCU_SSQ_MAX && d->late_norm && c->w_add && c->w_out &&
-             c->h_in && !((uintptr_t)c->h_in & 15) && !((uintptr_t)c->w_add & 15) && !((uintptr_t)c->w_out & 15) &&
-             !((uintptr_t)c->h_out & 15);
-    if (ok && c->ssq_out) ok = raw && d->mv.epi == GCU_EPI_STORE;
-    return ok;
-}
-
 /* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
  * plan succeeded (decode_mv_span.cu): a block per SM or per row block (with span_even the fewest
  * blocks with the same largest share), each owning whole row blocks. 0 (d untouched) when the
@@ -475,8 +452,6 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     const int fits = base != 0;
     /* span_row0: only the row this kernel norms (none for RAW), at offset 0 */
     if (fits && c->span_row0) base = c->pro == GCU_PRO_RAW ? 0 : ((size_t)((c->K + 3) & ~3) * 4 + 127) & ~(size_t)127;
-    const int land = dmv_span_land_ok(c, d);
-    const int nl = c->pro == GCU_PRO_RESID ? 4 : 1; /* landing rows: s (and h, w_add, w_out) */
     int nb = gcu_sm_count();
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     const int most = nb < m->nrb ? nb : m->nrb; /* a block per SM or per row block */
@@ -490,11 +465,6 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
     const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
-    /* landing: no staging area (each warp stages its own spans), the warps' landing buffers
-     * from offset 0, the ring's barriers short of the last, which the landing takes */
-    if (land && fits) base = ((size_t)nw * nl * SPAN_LAND_ROW_BYTES + 127) & ~(size_t)127;
-    const int max_slots = !land ? c->tma_slots
-                          : c->tma_slots > 0 && c->tma_slots < SPAN_LAND_BAR ? c->tma_slots : SPAN_LAND_BAR;
     /* whether an instance takes the call (every row-block and ring choice has one if this does) */
     const void *k = fits && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
@@ -507,12 +477,12 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     int rpc = (c->span_chunk == 4 || c->span_chunk == 0) && c->span_acc ? 2 : 1, S = 0;
     size_t off = base;
     if (k && rpc == 2) {
-        const size_t off2 = c->pro == GCU_PRO_RAW && !land ? 0 : base;
-        S = dmv_span_slots(m, off2, acc + scr, nw, 2, max_slots);
+        const size_t off2 = c->pro == GCU_PRO_RAW ? 0 : base;
+        S = dmv_span_slots(m, off2, acc + scr, nw, 2, c->tma_slots);
         if (S) off = off2;
         else rpc = 1;
     }
-    if (k && rpc == 1) S = dmv_span_slots(m, base, acc + scr, nw, 1, max_slots);
+    if (k && rpc == 1) S = dmv_span_slots(m, base, acc + scr, nw, 1, c->tma_slots);
     const size_t slot_bytes = (size_t)2 * rpc * m->unit_bytes;
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
@@ -539,12 +509,7 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->tchunk = 2 * rpc;
     d->span_rpc = rpc;
     d->tring_off = (int)off;
-    d->span_row0 = c->span_row0 != 0 && !land;
-    d->span_land_run = land;
-    d->land_off = 0;
-    d->ssq_out = land ? c->ssq_out : NULL;
-    d->ssq_in = land && c->pro == GCU_PRO_RESID ? c->ssq_in : NULL;
-    d->ssq_n = land ? c->ssq_n : 0;
+    d->span_row0 = c->span_row0 != 0;
     return 1;
 }
 
@@ -621,17 +586,6 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         const void *ka = c->span_ahead && spec == 4 ? dmv_span_ahead_kernel(f->pps, c->m->sbf32, 4, d->span_rpc) : NULL;
         if (ka) fn = ka, d->span_ahead_run = 1;
     }
-    if (d->span_warps && d->span_land_run) { /* its own instances: SPEC 4, or 1 with the timeline */
-        const int spec = !d->tl && d->front ? 4 : 1;
-        fn = dmv_span_land_kernel(c->m->f.pps, c->m->sbf32, spec, d->span_rpc);
-        d->span_spec_run = spec;
-        d->span_ahead_run = 0;
-    } else {
-        d->span_land_run = 0;
-    }
-    if (c->ssq_out && !d->span_land_run)
-        return glim_fail(err, GLIM_E_ARG, "decode matvec: its output's sums of squares (ssq_out) are written "
-                         "only on the span kernel's landing instance, which this call does not run on");
     *fn_out = fn;
     return GLIM_OK;
 }
@@ -645,15 +599,6 @@ extern "C" int gcu_dmv_blocks(const gcu_dmv_call *c) {
     gcu_dmv_call plain = *c; /* the flags themselves do not change the plan */
     plain.flag_arrive = plain.flag_wait = NULL;
     return dmv_plan(&plain, &fn, &d, &blocks, &smem, &err) == GLIM_OK ? blocks : 0;
-}
-
-extern "C" int gcu_dmv_lands(const gcu_dmv_call *c) {
-    const void *fn;
-    DmvArgs d;
-    int blocks;
-    size_t smem;
-    glim_error err;
-    return dmv_plan(c, &fn, &d, &blocks, &smem, &err) == GLIM_OK && d.span_land_run;
 }
 
 extern "C" int gcu_dmv_flags_ok(const gcu_dmv_call *c) {
@@ -681,9 +626,6 @@ static long l2pf_count; /* span kernel launches that prefetched into L2 (gcu_dmv
 extern "C" long gcu_dmv_l2pf_count(void) { return l2pf_count; }
 static long deep_count; /* span kernel launches with a ring of more than 2 slots a warp (gcu_dmv_deep_count) */
 extern "C" long gcu_dmv_deep_count(void) { return deep_count; }
-static long span_land_count, span_land_resid_count; /* on a landing instance (gcu_dmv_span_land_count) */
-extern "C" long gcu_dmv_span_land_count(void) { return span_land_count; }
-extern "C" long gcu_dmv_span_land_resid_count(void) { return span_land_resid_count; }
 static long span_ahead_count; /* span kernel launches on an AHEAD instance (gcu_dmv_span_ahead_count) */
 extern "C" long gcu_dmv_span_ahead_count(void) { return span_ahead_count; }
 
@@ -707,10 +649,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
     if (s == GLIM_OK && d.span_warps && d.tslots > 2) deep_count++;
     if (s == GLIM_OK && d.span_warps && d.span_ahead_run) span_ahead_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_land_run) {
-        span_land_count++;
-        if (d.ssq_in) span_land_resid_count++;
-    }
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;

@@ -88,14 +88,6 @@ struct DmvArgs {
                         * where the call needs more of the general one), 0 off it */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
     int span_ahead_run; /* host's note: on an AHEAD instance (GLIM_CUDA_SPAN_AHEAD) */
-    /* k_dmv_span's landing instances (GLIM_CUDA_SPAN_LAND): the warps' landing buffers (byte
-     * offset; 1 KB per input row a warp: RAW 1, RESID 4); ssq_out: where a RAW producer writes
-     * its block's sum of squares of its output (or NULL); ssq_in, ssq_n: a RESID call's producer
-     * sums (its RMS scale) */
-    int span_land_run, land_off;
-    float *ssq_out;
-    const float *ssq_in;
-    int ssq_n;
     gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };
 
@@ -354,15 +346,12 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
 #define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
-#define SPAN_LAND_ROW_BYTES 1024 /* a warp's landing buffer per input row: a pair of spans' 256 floats */
-#define SPAN_LAND_BAR 15 /* the landing's barrier, the warp's last (TMA_SLOTS - 1): its ring's slots stop short of it */
 /* the span-major kernel for a format, the warp's most row blocks, the sums' place (shared memory
  * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with the
  * sums in shared memory: one ring slot requested before the PDL wait) */
 const void *dmv_span_kernel(int pps, int sbf32, int rb_max, int smem_sums, int rpc, int late);
 const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc);
 const void *dmv_span_ahead_kernel(int pps, int sbf32, int spec, int rpc);
-const void *dmv_span_land_kernel(int pps, int sbf32, int spec, int rpc);
 int dmv_span_slots(const gcu_mat *m, size_t off, size_t keep, int warps, int rpc, int max_slots);
 
 /* decode_chain.cu: up to DMV_CHAIN products in one cooperative launch, a grid barrier between

@@ -152,65 +152,6 @@ __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
-/* GLIM_CUDA_SPAN_LAND: the L2 policy of the landing's copies (activations and gains, which
- * every block reads: not the weights' evict-first) */
-__device__ __forceinline__ uint64_t span_land_policy() {
-    uint64_t p;
-    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
-    return p;
-}
-
-/* A RESID landing call's RMS scale: the sum of the producer's n per-block sums of squares, each
- * lane its own in order, then a butterfly, so that every lane of every warp of every block gets
- * the same bits. */
-__device__ __forceinline__ float span_ssq_sum(const float *p, int n, int lane) {
-    float a = 0.0f;
-    for (int k = lane; k < n; k += 32) a += __ldcg(p + k);
-    return gcu_warp_sum(a);
-}
-
-/* GLIM_CUDA_SPAN_LAND: the lane's 8 input values of the pair of spans from s out of the warp's
- * landing buffer lb (rows of 256 floats: s, then for RESID h, w_add, w_out), as span_pair_values
- * gives them (zeros past the warp's spans; SPEC 4's whole items, which dmv_span_land_ok checks). RESID: y = h + centred_norm(s; w_add) with the
- * producer's scale inv (dmv_resid_value: the prologue's expression), its squares into *ss where
- * the warp counts them (row group 0: each span once), y to the residual h_out where hw (block
- * 0's row group 0), and the values the norm's scale multiplies after the loop, y (1 + w_out)
- * (dmv_norm_value with scale 1, as tma_prepare_row under the late norm). */
-__device__ __forceinline__ void span_land_values(const DmvArgs &d, const float *lb, int s, int sB, int lane,
-                                                 bool resid, float inv, bool count, bool hw, float *ss, float *v) {
-    const bool in = s + (lane >> 4) < sB;
-    /* the lane's item: 8 consecutive values at its place in the pair (dmv_item's order of the
-     * 16 items of a span, the weight words' order, not the lanes') */
-    int ow = 0;
-    const int el = dmv_item(d.f, lane, &ow);
-    const float4 *p = (const float4 *)(lb + el);
-    const float4 x0 = p[0], x1 = p[1];
-    const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-    if (!resid) {
-#pragma unroll
-        for (int k = 0; k < 8; k++) v[k] = in ? x[k] : 0.0f;
-        return;
-    }
-    const float4 h0 = p[64], h1 = p[65], a0 = p[128], a1 = p[129], o0 = p[192], o1 = p[193];
-    const float h[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-    const float wa[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-    const float wo[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
-    float y[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) y[k] = dmv_resid_value(x[k], inv, h[k], wa[k]);
-    if (count && in)
-#pragma unroll
-        for (int k = 0; k < 8; k++) *ss += y[k] * y[k];
-    if (hw && in) {
-        float4 *o = (float4 *)(d.h_out + (size_t)s * 128 + el);
-        o[0] = make_float4(y[0], y[1], y[2], y[3]);
-        o[1] = make_float4(y[4], y[5], y[6], y[7]);
-    }
-    const int centered = d.norm_out == GCU_NORM_CENTERED;
-#pragma unroll
-    for (int k = 0; k < 8; k++) v[k] = in ? dmv_norm_value(y[k], 1.0f, wo[k], centered) : 0.0f;
-}
-
 /* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: a later product's bytes, or a
  * slice of this product's own), lane 0; none where its n is 0. Dealt over the blocks first
  * (piece k to block k % grid, its warp k / grid % 16), so that every SM's copy engine issues its
@@ -236,7 +177,7 @@ struct SpanFlag {
     static constexpr bool value = B;
 };
 
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC, bool AHEAD, bool LAND>
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC, bool AHEAD>
 __device__ __forceinline__ void span_body(const DmvArgs &d) {
     extern __shared__ __align__(128) uint4 dmv_smem[];
     __shared__ DmvSum scratch[DMV_SCRATCH];
@@ -252,36 +193,12 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     static_assert(RPC == 1 || (RPC == 2 && RB == 0), "two row blocks a chunk only with the sums in shared memory");
     static_assert(!LATE || RB == 0, "the late ring only on the shared-memory instances");
     static_assert(!AHEAD || (LATE && RB == 0), "the digits ahead only on the late instances");
-    static_assert(!LAND || (LATE && RB == 0 && !AHEAD), "the landing only on the late instances, without AHEAD");
     constexpr int rpc = RPC; /* d.span_rpc, the host's choice */
     const size_t cstep = (size_t)SPAN_CHUNK * rpc * uw;
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
     uint4 *scr = (uint4 *)((char *)dmv_smem + d.span_scr_off) + (size_t)warp * SPAN_SCRATCH_U4;
     uint64_t *bar = bars[warp];
     const uint64_t pol = mv_policy();
-    /* LAND: the warp's landing buffer (d.land_off; rows of 256 floats: the input, and for RESID
-     * h_in, w_add and w_out) and its barrier, the last of the warp's (the ring's slots stop short
-     * of it: dmv_span_plan); the pairs' rows come in one after the other, each requested once the
-     * previous is read. A warp without row blocks stages nothing (nps). */
-    constexpr int LB = SPAN_LAND_BAR;
-    static_assert(SPAN_LAND_BAR == TMA_SLOTS - 1, "the landing's barrier is the warp's last");
-    const bool lresid = LAND && d.ssq_in != NULL;
-    const int nl = lresid ? 4 : 1;
-    float *lbuf = (float *)((char *)dmv_smem + d.land_off) + (size_t)warp * nl * 256;
-    const int nps = (AHEAD || LAND) && nwr == 0 ? 0 : npair;
-    auto land_request = [&](int p) { /* lane 0: pair p's rows */
-        const int s = w.sA + 2 * p;
-        const unsigned bytes = (unsigned)(min(s + 2, w.sB) - s) * 512u;
-        const size_t e = (size_t)s * 128;
-        const uint64_t apol = span_land_policy();
-        gcu_mbar_expect_tx(&bar[LB], (unsigned)nl * bytes);
-        gcu_bulk_g2s(lbuf, d.src + e, bytes, &bar[LB], apol);
-        if (lresid) {
-            gcu_bulk_g2s(lbuf + 256, d.h_in + e, bytes, &bar[LB], apol);
-            gcu_bulk_g2s(lbuf + 512, d.w_add + e, bytes, &bar[LB], apol);
-            gcu_bulk_g2s(lbuf + 768, d.w_out + e, bytes, &bar[LB], apol);
-        }
-    };
     if (threadIdx.x == 0) dmv_stamp(d, 0);
     const long long t_start = clock64(); /* GLIM_CUDA_L2PF_DELAY counts from here */
     gcu_tl_mark(d.tl, GCU_TL_START);
@@ -340,7 +257,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
          * with S < 4, a cold line before the first request; ncu, session 35) */
 #pragma unroll 1
         for (int j = 0; j < S; j++) gcu_mbar_init(&bar[j], 1);
-        if (LAND) gcu_mbar_init(&bar[LB], 1);
         gcu_mbar_init_fence();
         /* LATE (GLIM_CUDA_SPAN_LATE's products): one slot before the wait, half the bytes
          * requested while the previous kernel (for o_proj, attention) still runs */
@@ -351,7 +267,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
 
     DmvSmem m = tma_smem_at(d, dmv_smem);
     if (d.span_row0) m.row = (float *)dmv_smem; /* (the host left no staging area before it) */
-    const bool rows = !LAND && d.pro != GCU_PRO_RAW; /* LAND: each warp makes its own spans' values */
+    const bool rows = d.pro != GCU_PRO_RAW;
     float wa[TMA_JM], wo[TMA_JM];
     if (rows) tma_load_gains(d, wa, wo); /* weights: before the wait */
     /* bytes into L2 while the previous kernel runs and leaves the memory room: a later
@@ -363,16 +279,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     if (threadIdx.x == 0) dmv_stamp(d, 1);
     gcu_tl_mark(d.tl, GCU_TL_RELEASE);
     if (d.tl && threadIdx.x == 0) tl_t[1] = gcu_tl_now();
-    /* LAND: the first pair's rows (the previous kernel's output, read by the copy engine: the
-     * proxy fence orders it after the wait), then the producer's scale */
-    float inv_a = 1.0f;
-    if constexpr (LAND) {
-        if (lane == 0 && nps > 0) {
-            gcu_fence_proxy_async_global();
-            land_request(0);
-        }
-        if (lresid) inv_a = dmv_norm_inv(span_ssq_sum(d.ssq_in, d.ssq_n, lane), d.K, d.eps_add);
-    }
     /* NORM/RESID: the normed row in m.row, as k_dmv_tma makes it (one barrier at its end); RAW:
      * nothing before the loop, each warp reads its own spans from global memory */
     if (rows) tma_rows<SPEC >= 3 ? 1 : -1>(d, m, scratch, wa, wo); /* SPEC 3: late_norm == rows */
@@ -477,11 +383,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         sacc[r * 32] = make_float2(aA[0], aA[1]);
         if (second) sacc[(r + 1) * 32] = make_float2(aB[0], aB[1]);
     };
-    if (!LAND && npair > 0) span_pair_values<SPEC >= 4>(d, row, w.sA, w.sB, lane, v);
-    /* (AHEAD: a warp without row blocks stages nothing: it has no chunk to make the digits in) */
-    unsigned lphase = 0;
-    float lss = 0.0f; /* LAND RESID: the lane's part of the sum of squares of the residual */
-    const bool lcount = w.h == 0, lhw = blockIdx.x == 0 && d.h_out != NULL && w.h == 0;
+    if (npair > 0) span_pair_values<SPEC >= 4>(d, row, w.sA, w.sB, lane, v);
+    /* AHEAD: a warp without row blocks stages nothing (it has no chunk to make the digits in) */
+    const int nps = AHEAD && nwr == 0 ? 0 : npair;
     if constexpr (AHEAD) {
         if (nps > 0) dn = dmv_i8_digits(v, LP);
     }
@@ -489,19 +393,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         const int s = w.sA + 2 * p, two = s + 1 < w.sB ? 2 : 1;
         /* stage the pair into the warp's scratch: item `lane` of the pair (span lane / 16), its
          * digits and its group's (E, sum) at the pair's relative places (AHEAD: made already) */
-        if constexpr (LAND) { /* the pair's rows are in: its values, then the next pair's rows requested */
-            gcu_mbar_wait(&bar[LB], lphase);
-            lphase ^= 1u;
-            span_land_values(d, lbuf, s, w.sB, lane, lresid, inv_a, lcount, lhw, &lss, v);
-            __syncwarp();
-            if (lane == 0 && p + 1 < nps) {
-                gcu_fence_proxy_async();
-                land_request(p + 1);
-            }
-        }
         if constexpr (AHEAD) dmv_i8_put(dn, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
         else dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
-        if (!LAND && p + 1 < npair) span_pair_values<SPEC >= 4>(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
+        if (p + 1 < npair) span_pair_values<SPEC >= 4>(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
         span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
         span_digits(scr, 1, dvalid && two == 2, g, t, &b01[1], &b23[1]);
@@ -538,11 +432,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             for (int r = 0; r < nwr; r++) span_put(mine, r, sacc[r * 32].x, sacc[r * 32].y, lane);
         }
     }
-    /* LAND RESID: each warp's part of the residual's sum of squares where the late norm's
-     * gather (below) finds it, as tma_prepare_row puts it (every warp: 0 where it counts none) */
-    if constexpr (LAND) {
-        if (lresid) dmv_block_put(lss, scratch, 1);
-    }
     __syncthreads();
     /* the block's merge: row block r0 + r by warp r % 16, the span groups' sums in order, then
      * GLIM_CUDA_LATE_NORM's scale, then the epilogue */
@@ -553,7 +442,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
      * 20-register kernel) */
     const SpanWork wm = span_work(d, warp);
     const int H = d.span_rows, G = NW / H;
-    float pss = 0.0f; /* LAND with ssq_out: this lane's squares of the rows it stores */
     for (int r = warp; r < wm.nrb; r += DMV_WARPS) {
         const int hg = r % H, i = r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
@@ -569,20 +457,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         /* (osc is 1 without the late norm, and x 1 is exact: no branch per row) */
         vg[0] *= osc;
         vh[0] *= osc;
-        if constexpr (LAND) { /* the rows this lane stores (mv_out_token's, t = 0) */
-            const int row = (wm.r0 + r) * 16 + g;
-            if (t == 0) pss += (row < a.out_rows ? vg[0] * vg[0] : 0.0f) + (row + 8 < a.out_rows ? vh[0] * vh[0] : 0.0f);
-        }
         mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
-    }
-    /* LAND with ssq_out: the block's sum of squares of its output, for the next RESID call's
-     * scale (span_ssq_sum): the warps' sums in warp order */
-    if constexpr (LAND) {
-        if (d.ssq_out) {
-            dmv_block_put(pss, scratch, 0);
-            __syncthreads();
-            if (threadIdx.x == 0) d.ssq_out[blockIdx.x] = dmv_block_gather(scratch, 0);
-        }
     }
     /* or after this block's own loads, which its prefetch should not delay (the next kernel's
      * wait it does: the grid completes once they are done) */
@@ -599,10 +474,10 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
  * as well (4), so that the run path does not jump over their inlined code at every turn: a taken
  * jump to a line not in the SM's instruction caches cost ~170 cycles from L2 and ~300 from DRAM in
  * bench/icache_probe.cu, where straight-line code ran as fast cold as warm. */
-template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0, bool AHEAD = false, bool LAND = false>
+template <int PPS, bool SBF32, int RB, int RPC, bool LATE, int SPEC = 0, bool AHEAD = false>
 __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_constant__ DmvArgs d) {
     if constexpr (SPEC == 0) {
-        span_body<PPS, SBF32, RB, RPC, LATE, 0, AHEAD, LAND>(d);
+        span_body<PPS, SBF32, RB, RPC, LATE, 0, AHEAD>(d);
     } else {
         DmvArgs c = d;
         c.stamps = NULL;
@@ -618,7 +493,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_span(const __grid_consta
             c.mv.epi = c.mv.epi == GCU_EPI_SWIGLU ? GCU_EPI_SWIGLU : GCU_EPI_STORE;
         }
         if (SPEC >= 4) c.front = 1; /* (and span_pair_values's whole items: the host checks both) */
-        span_body<PPS, SBF32, RB, RPC, LATE, SPEC, AHEAD, LAND>(c);
+        span_body<PPS, SBF32, RB, RPC, LATE, SPEC, AHEAD>(c);
     }
 }
 
@@ -654,20 +529,6 @@ const void *dmv_span_spec_kernel(int pps, int sbf32, int spec, int rpc) {
 const void *dmv_span_ahead_kernel(int pps, int sbf32, int spec, int rpc) {
     if (spec == 4) return rpc == 2 ? span_pick<0, 2, true, 4, true>(pps, sbf32) : span_pick<0, 1, true, 4, true>(pps, sbf32);
     if (spec == 0) return rpc == 2 ? span_pick<0, 2, true, 0, true>(pps, sbf32) : span_pick<0, 1, true, 0, true>(pps, sbf32);
-    return NULL;
-}
-
-/* GLIM_CUDA_SPAN_LAND's instances (each warp's inputs through its landing buffer; RESID calls
- * without a prologue): SPEC 4 and SPEC 1 (the timeline's) of the LATE one, 1 or 2 row blocks a
- * chunk, for the 30B's format; NULL for another spec or format. */
-const void *dmv_span_land_kernel(int pps, int sbf32, int spec, int rpc) {
-    if (pps != 2 || sbf32) return NULL;
-    if (spec == 4)
-        return rpc == 2 ? (const void *)k_dmv_span<2, false, 0, 2, true, 4, false, true>
-                        : (const void *)k_dmv_span<2, false, 0, 1, true, 4, false, true>;
-    if (spec == 1)
-        return rpc == 2 ? (const void *)k_dmv_span<2, false, 0, 2, true, 1, false, true>
-                        : (const void *)k_dmv_span<2, false, 0, 1, true, 1, false, true>;
     return NULL;
 }
 

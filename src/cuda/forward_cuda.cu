@@ -601,7 +601,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_spec = g->opt.span_spec;
     c.span_row0 = g->opt.span_row0;
     c.span_ahead = (g->opt.span_ahead & pb) != 0;
-    c.span_land = g->opt.span_land != 0;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;
@@ -745,35 +744,6 @@ static glim_status decode_chain(gcu_session *s, int l, glim_error *err) {
     return st;
 }
 
-/* Layer l's down as the decode launches it (but for its L2 prefetch and flags): its input as
- * digits from gate/up's epilogue (its prologue then one copy; GLIM_CUDA_STAGE_I8) unless the
- * hooks may change the SwiGLU rows between the two. */
-static gcu_dmv_call decode_down_call(gcu_session *s, int l) {
-    const gcu_model *g = s->m;
-    gcu_dmv_call down = dmv_make(s, &g->layer[l].down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
-                                 GCU_EPI_STORE, s->dout, g->hidden);
-    if (g->opt.stage_i8 && !s->hooks && gcu_dmv_takes_digits(&down)) down.pre_dig = s->act_dig;
-    return down;
-}
-
-/* GLIM_CUDA_SPAN_LAND: producer p (o_proj or down) writes its blocks' sums of squares of its
- * output to s->ssq where it runs on a landing instance, and its RESID consumer c (gate/up, the
- * next qkvg) takes its RMS scale from them; where either cannot, neither does (c then norms its
- * row in its prologue as always). Not with hooks (they may change the rows between kernels),
- * the flag release or an all-reduce (the sums would be of one device's part). */
-static void land_link(gcu_session *s, gcu_dmv_call *p, gcu_dmv_call *c) {
-    p->ssq_out = NULL;
-    if (c) c->ssq_in = NULL, c->ssq_n = 0;
-    if (!s->m->opt.span_land || s->hooks || s->flags_now || s->allreduce) return;
-    p->ssq_out = s->ssq;
-    const int n = gcu_dmv_lands(p) ? gcu_dmv_blocks(p) : 0;
-    if (n < 1 || n > GCU_SSQ_MAX) {
-        p->ssq_out = NULL;
-        return;
-    }
-    if (c) c->ssq_in = s->ssq, c->ssq_n = n;
-}
-
 /* Layer l of a decoded token. The residual ping-pongs: qkvg (l > 0) reads h and writes h2 (the
  * previous layer's FFN residual add), gate/up reads h2 (at layer 0 the embedding, there too) and
  * writes h.
@@ -794,10 +764,6 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
                                     GCU_EPI_STORE, s->qkvg, qr)
                          : dmv_make(s, &y->qkvg, GCU_PRO_RESID, Hd, s->dout, s->h, s->h2, g->layer[l - 1].w_post_ffn,
                                     y->w_in, GCU_EPI_STORE, s->qkvg, qr);
-    if (l > 0 && !hooked) { /* the previous layer's down, as it was launched, wrote the sums */
-        gcu_dmv_call pd = decode_down_call(s, l - 1);
-        land_link(s, &pd, &q);
-    }
     l2pf_rows(&q, &y->gu, g->opt.l2pf_gu, g->opt.l2pf_gu - 1, 0, 0);
     /* qkvg's own, before its wait: during the previous down's loop, compute-bound on an H200
      * (GLIM_CUDA_L2PF_QKVG_SELF; not with L2PF_GU, one prefetch a launch) */
@@ -810,19 +776,21 @@ static glim_status decode_layer(gcu_session *s, int l, glim_error *err) {
     /* during attention: o_proj's blocks are resident from its start (ATT_TRIG 1) */
     l2pf_rows(&o, &y->gu, g->opt.l2pf_gu_o, 0, 1, g->opt.l2pf_delay);
     if (flags) flag_link(s, &o.flag_wait, &o.flag_need, &o.flag_arrive, gcu_dmv_blocks(&o));
+    if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
+    if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     float *h_in = hooked ? s->h : s->h2, *h_out = hooked ? s->h2 : s->h; /* never in place: decode_embed_row */
     gcu_dmv_call gu = dmv_make(s, &y->gu, GCU_PRO_RESID, Hd, s->oout, h_in, h_out, y->w_post_attn,
                                y->w_pre_ffn, GCU_EPI_SWIGLU, s->act, g->inter);
-    gcu_dmv_call down = decode_down_call(s, l);
-    if (down.pre_dig) { /* gate/up's epilogue stages them */
+    gcu_dmv_call down = dmv_make(s, &y->down, GCU_PRO_RAW, g->inter, s->act, NULL, NULL, NULL, NULL,
+                                 GCU_EPI_STORE, s->dout, Hd);
+    /* down's input as digits from gate/up's epilogue (its prologue then one copy), unless the
+     * hooks may change the SwiGLU rows between the two */
+    if (g->opt.stage_i8 && !hooked && gcu_dmv_takes_digits(&down)) {
         gu.stage_f = &y->down.f;
         gu.stage_dig = s->act_dig;
         gu.stage_cnt = s->span_cnt;
+        down.pre_dig = s->act_dig;
     }
-    land_link(s, &o, &gu);
-    land_link(s, &down, NULL); /* (the next qkvg's, below in the next layer) */
-    if (st == GLIM_OK) st = gcu_dmv_launch(&o, s->st, err);
-    if (st == GLIM_OK) st = reduce(s, s->oout, 1, err);
     /* before its own wait, during o_proj's loop (GLIM_CUDA_L2PF_GU_SELF: another residue than
      * o_proj's) */
     l2pf_rows(&gu, &y->gu, g->opt.l2pf_gu_self, g->opt.l2pf_gu_self - 2, 1, g->opt.l2pf_delay);

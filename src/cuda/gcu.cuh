@@ -282,17 +282,6 @@ typedef struct gcu_dmv_call {
     /* span_ahead: on the LATE instance (general or SPEC 4), each pair's digits made during the
      * previous pair's last chunk (opt.span_ahead, a mask as span) */
     int span_ahead;
-    /* span_land (GLIM_CUDA_SPAN_LAND): on the SPEC 1 or 4 LATE instance of the 30B's format, each
-     * pair of spans' inputs come into a warp's shared-memory landing buffer by bulk copies; a
-     * RESID call (with ssq_in) then has no prologue at all: its RMS scale is the sum of the
-     * producer's ssq_n per-block sums of squares (ssq_in, written by the previous call's
-     * ssq_out), each warp makes the residual and the normed values of its own spans, and block
-     * 0 writes its spans of the residual. ssq_out: a RAW producer on a landing instance writes
-     * each block's sum of squares of its output there (dmv_plan refuses it elsewhere). */
-    int span_land;
-    float *ssq_out;
-    const float *ssq_in;
-    int ssq_n;
     /* GLIM_CUDA_L2PF_*: a later product's bytes this launch prefetches into L2 (the span kernel
      * only; others ignore it) */
     gcu_l2pf l2pf;
@@ -313,9 +302,6 @@ int gcu_dmv_takes_digits(const gcu_dmv_call *c);
  * kernel that honours flag_arrive / flag_wait. */
 int gcu_dmv_blocks(const gcu_dmv_call *c);
 int gcu_dmv_flags_ok(const gcu_dmv_call *c);
-/* Whether the call runs on a span landing instance (gcu_dmv_call.span_land), so that it can
- * write ssq_out or read ssq_in */
-int gcu_dmv_lands(const gcu_dmv_call *c);
 /* Shared memory the kernel needs for m with this prologue; whether it fits at all. */
 size_t gcu_dmv_smem(const gcu_mat *m, int pro, int K);
 int gcu_dmv_fits(const gcu_mat *m, int pro, int K);

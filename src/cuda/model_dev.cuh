@@ -69,9 +69,6 @@ struct gcu_session {
     int x_global; /* profiling: matvecs read x from global memory instead of shared */
     int *span_cnt; /* fused SwiGLU staging: per span of the down input, zero */
     unsigned char *act_dig; /* down's input as digits, staged by gate/up (gcu_dmv_call.pre_dig) */
-    float *ssq; /* GLIM_CUDA_SPAN_LAND: o_proj's and down's per-block sums of squares of their
-                 * output (gcu_dmv_call.ssq_out), which the next RESID product adds up
-                 * (GCU_SSQ_MAX floats) */
     /* Research hooks (src/hooks.h), applied on the host between kernels: the residual rows go
      * down to h_host after each layer's FFN residual add and come back steered; the SwiGLU rows
      * go down for the census. NULL: no hooks, and the graph path runs untouched. */

@@ -116,9 +116,6 @@ extern "C" gcu_options gcu_options_default(void) {
      * 235.9 against 229.4 without them (+2.8 %: down's loop 17.5 -> 16.7 us, gate/up's 26.5 ->
      * 25.4), the regime of an H200's compute-bound loops; off until measured there */
     o.span_ahead = env_int("GLIM_CUDA_SPAN_AHEAD", 0);
-    /* session 41: the RESID prologue (~2 us a NORM product's block, RESULTS v38: not its reads)
-     * and a late block's gains code (~0.6 us) off the critical path; off until measured */
-    o.span_land = env_int("GLIM_CUDA_SPAN_LAND", 0);
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
     o.span_spec = env_int("GLIM_CUDA_SPAN_SPEC", 4);

@@ -79,7 +79,7 @@ extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch
      * (chain_bar, flag_slot, dyn_cnt) and span_cnt's bound */
     return p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i + p.xsum_h + p.xsum_q +
            p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
-           4ull * (GCU_TMAX + 1) + 3 * 16 + 4ull * (g->inter / 32 + 2) + 4ull * GCU_SSQ_MAX;
+           4ull * (GCU_TMAX + 1) + 3 * 16 + 4ull * (g->inter / 32 + 2);
 }
 
 extern "C" void gcu_session_free(gcu_session *s) {
@@ -90,7 +90,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
                     s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
-                    s->flag_slot, s->dyn_cnt, s->act_dig, s->ssq};
+                    s->flag_slot, s->dyn_cnt, s->act_dig};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
     if (s->ev0) cudaEventDestroy(s->ev0);
@@ -155,7 +155,6 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
     DA(s->act_dig, p.dig);
-    DA(s->ssq, 4ull * GCU_SSQ_MAX);
     DA(s->d_step, 4ull * (GCU_TMAX + 1));
     DA(s->chain_bar, 16);
     if (st == GLIM_OK) st = gcu_check(cudaMemset(s->chain_bar, 0, 16), "memset", err);
