@@ -1,7 +1,8 @@
 #!/bin/sh
 # s41_call1.sh (needs bench/wip/span_land.patch; ran before its fix): GLIM_CUDA_SPAN_LAND's
-# first run: its test (span_land: 4 cases against the CPU and against the default), then 3 alternating rounds of the default against LAND=1 (on an H200
-# also ROW0 + TWO=13 + AHEAD=15 and the no-bytes ceiling), and timelines of both at ctx 0.
+# first run: its test (span_land: 4 cases against the CPU and against the default), then 3
+# alternating rounds of the default against LAND=1 (on an H200 also ROW0 + TWO=13 + AHEAD=15 and
+# the no-bytes ceiling), and timelines of both at ctx 0.
 # Carry .deps, build/src/cuda.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
