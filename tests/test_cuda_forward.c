@@ -670,7 +670,9 @@ static void span_ahead_bits(void) {
     const glim_synth_spec wide = switch_spec(1, 47);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *off[] = {"0", cases[i].spec, cases[i].warps, cases[i].two, "15", "15", "1", "1", "1", "1", "0", "0"};
-        const char *on[] = {"15", cases[i].spec, cases[i].warps, cases[i].two, "15", "15", "1", "1", "1", "1", "0", "0"};
+        const char *on[12]; /* off but for the switch */
+        memcpy(on, off, sizeof on);
+        on[0] = "15";
         switch_bits_of(cases[i].name, wide, 2 * wide.sliding_window + 3, 12, names, off, on, gcu_dmv_span_ahead_count,
                        3 * wide.n_layers);
     }

@@ -102,12 +102,10 @@ __device__ __forceinline__ int dmv_i8_word(int q) {
     return s * DMV_I8_SPAN_U4 * 2 + (i >> 1) * DMV_I8_HALF_U4 * 2 + t * 2 + (i & 1);
 }
 
-/* dmv_i8_digits written at dig (digits) and ex (the groups' (E, sum), by each group's first
- * lane), shared or global memory; lanes with valid == false take part with zeros and write
- * nothing. */
-/* Item q's digits o (dmv_i8_digits) written there: the second half of dmv_i8_item, apart so
- * that the span kernel can make a pair's digits during the previous pair's units and write them
- * once that pair is done (GLIM_CUDA_SPAN_AHEAD). */
+/* Item q's digits o (dmv_i8_digits) written at dig (digits) and ex (the groups' (E, sum), by
+ * each group's first lane), shared or global memory; lanes with valid == false write nothing.
+ * The second half of dmv_i8_item, apart so that the span kernel can make a pair's digits during
+ * the previous pair's units and write them once that pair is done (GLIM_CUDA_SPAN_AHEAD). */
 __device__ __forceinline__ void dmv_i8_put(const DmvI8Digits &o, int q, bool valid, int lp, int lane,
                                            unsigned char *dig, float2 *ex) {
     if (!valid) return;
@@ -116,6 +114,8 @@ __device__ __forceinline__ void dmv_i8_put(const DmvI8Digits &o, int q, bool val
     for (int c = 0; c < 3; c++) dst[c * DMV_I8_DIGIT_U2] = o.w[c];
     if ((lane & (lp - 1)) == 0) ex[dmv_i8_group(q, lp)] = o.ex;
 }
+/* Item q's values v made into digits and written as dmv_i8_put writes them; lanes with valid ==
+ * false take part (the group's shuffles) with zeros and write nothing. */
 __device__ __forceinline__ void dmv_i8_item(const float *v, int q, bool valid, int lp, int lane, unsigned char *dig,
                                             float2 *ex) {
     dmv_i8_put(dmv_i8_digits(v, lp), q, valid, lp, lane, dig, ex);
