@@ -2,8 +2,8 @@
 # s42_call1.sh: GLIM_CUDA_SPAN_LAND after session 41's fix, and its AHEAD form (apply
 # bench/wip/span_land.patch's successor in the tree and build first): span_land (6 cases) and
 # span_ahead_bits, 2 alternating rounds of the default, LAND=1 and LAND=1 + AHEAD=15 (on an H200
-# also ROW0 + TWO=13 + AHEAD=15, and the bench of record), timelines at ctx 0 of the default and
-# LAND=1, then every GPU test under LAND=1 ($OUT/land_tests). Carry .deps, build/src/cuda.
+# also ROW0 + TWO=13 + AHEAD=15, and the bench of record), every GPU test under LAND=1
+# ($OUT/land_tests), then timelines at ctx 0 of the default and LAND=1. Carry .deps, build/src/cuda.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
@@ -21,12 +21,12 @@ else
     sh bench/decode_ab.sh 2 new $L $L,$A
     cp $OUT/ab.md $OUT/ab_s42_call1.md
 fi
+# every GPU test under LAND=1 (the evidence a default needs)
+OUT=$OUT/land_tests GLIM_CUDA_SPAN_LAND=1 sh bench/gpu_tests.sh
 for v in default $L; do
     n=$(echo "$v" | tr '=,' '__')
     env $( [ "$v" = default ] || echo "$v" ) timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 \
         --out $OUT/tl_$n.md > /dev/null 2>&1
     echo "$v: $(grep -E '^\| (decode|qkvg|attention|o_proj|gate/up|down) ' $OUT/tl_$n.md | head -7 | awk -F"|" "{printf \"%s %s %s %s;\", \$2, \$3, \$4, \$11}")"
 done
-# every GPU test under LAND=1 (the evidence a default needs)
-OUT=$OUT/land_tests GLIM_CUDA_SPAN_LAND=1 sh bench/gpu_tests.sh
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
