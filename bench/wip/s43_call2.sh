@@ -7,7 +7,8 @@
 # an H100 shows too); on an H200 also ROW0 + TWO=13 + AHEAD=15 with and without SPLIT=11;
 # timelines at ctx 0 (the loops of qkvg, o_proj, down); memcheck of span_split last. `old`:
 # main before the switch (scripts/old_binary.sh af9df02), what its code in the default
-# instance costs. Carry .deps, build/src/cuda, build/old_glimmer.xz. ~250 s plus the start.
+# instance costs. Carry .deps, build/src/cuda, build/old_glimmer.xz. ~250 s plus the start;
+# LEAN=1: the tests and 2 rounds, no timelines or memcheck.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
@@ -17,14 +18,17 @@ CHECK_ONLY=span_split GLIM_REQUIRE_CUDA=1 timeout 200 build/tests/test_cuda_forw
 echo "forward rc=$? $(grep -c '^PASS' $OUT/split_forward.log) pass $(grep -c '^FAIL' $OUT/split_forward.log) fail"
 grep -hE "check failed|info: span_split" $OUT/split_kernels.log $OUT/split_forward.log | cut -c1-220 | head -30
 grep -q '^FAIL' $OUT/split_kernels.log $OUT/split_forward.log && exit 1
+R=3
+[ -n "$LEAN" ] && R=2
 S=GLIM_CUDA_SPAN_SPLIT=11 S4=GLIM_CUDA_SPAN_SPLIT=11,GLIM_CUDA_SPAN_SPLIT_N=4 N=GLIM_CUDA_DIAG_RING=4
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     T=GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13,GLIM_CUDA_SPAN_AHEAD=15
-    sh bench/decode_ab.sh 3 old new $S $S4 $T $T,$S $N $S,$N $S4,$N
+    sh bench/decode_ab.sh $R old new $S $S4 $T $T,$S $N $S,$N $S4,$N
 else
-    sh bench/decode_ab.sh 3 old new $S $S4 $N $S,$N $S4,$N
+    sh bench/decode_ab.sh $R old new $S $S4 $N $S,$N $S4,$N
 fi
 cp $OUT/ab.md $OUT/ab_s43_call2.md
+[ -n "$LEAN" ] && exit 0
 for v in default $S $N $S,$N; do
     n=$(echo "$v" | tr '=,' '__' | cut -c1-80)
     env $( [ "$v" = default ] || echo "$v" | tr ',' ' ') timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 \
