@@ -8,7 +8,8 @@
 # timelines at ctx 0 (the loops of qkvg, o_proj, down); memcheck of span_split last. `old`:
 # main before the switch (scripts/old_binary.sh af9df02), what its code in the default
 # instance costs. Carry .deps, build/src/cuda, build/old_glimmer.xz. ~250 s plus the start;
-# LEAN=1: the tests and 2 rounds, no timelines or memcheck.
+# LEAN=1: the tests and 2 rounds, no timelines or memcheck; LEAN=2 (~150 s): the tests and 2
+# rounds of old, new, SPLIT=11 with and without weight bytes only.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
@@ -21,7 +22,11 @@ grep -q '^FAIL' $OUT/split_kernels.log $OUT/split_forward.log && exit 1
 R=3
 [ -n "$LEAN" ] && R=2
 S=GLIM_CUDA_SPAN_SPLIT=11 S4=GLIM_CUDA_SPAN_SPLIT=11,GLIM_CUDA_SPAN_SPLIT_N=4 N=GLIM_CUDA_DIAG_RING=4
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if [ "$LEAN" = 2 ]; then
+    sh bench/decode_ab.sh 2 old new $S $N $S,$N
+    cp $OUT/ab.md $OUT/ab_s43_call2.md
+    exit 0
+elif nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     T=GLIM_CUDA_SPAN_ROW0=1,GLIM_CUDA_SPAN_TWO=13,GLIM_CUDA_SPAN_AHEAD=15
     sh bench/decode_ab.sh $R old new $S $S4 $T $T,$S $N $S,$N $S4,$N
 else
