@@ -386,7 +386,6 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;
     v[nv].name = "the span kernel's row at offset 0, two row blocks a chunk for qkvg, gate/up and down (GLIM_CUDA_SPAN_ROW0=1 GLIM_CUDA_SPAN_TWO=13)", v[nv].o = base, v[nv].o.span_row0 = 1, v[nv++].o.span_two = 13;
     v[nv].name = "each pair of spans' digits made during the previous pair's last chunk (GLIM_CUDA_SPAN_AHEAD=15)", v[nv].o = base, v[nv++].o.span_ahead = 15;
-    v[nv].name = "qkvg's, o_proj's and down's row blocks owned by clusters of 2 blocks, each half the spans (GLIM_CUDA_SPAN_SPLIT=11)", v[nv].o = base, v[nv].o.span_split = 11, v[nv++].o.span_split_n = 2;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 23;
     v[nv].name = "the leftover row blocks spread evenly over the blocks (GLIM_CUDA_FRONT_ROWS=0, session 11's default)", v[nv].o = base, v[nv++].o.front_rows = 0;

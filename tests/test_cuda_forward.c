@@ -880,50 +880,6 @@ static void span_loop(void) {
     env_restore(&env);
 }
 
-/* GLIM_CUDA_SPAN_SPLIT=15 (every product's row blocks owned by clusters of GLIM_CUDA_SPAN_SPLIT_N
- * blocks, each block a 1/n share of the spans, the sums added in rank order through distributed
- * shared memory) adds the same products in another order, so it is held against the CPU oracle
- * at the fp32-KV tolerance (random_vs_cpu: the prompt's logits, then greedy decoding), on the
- * decode's own path (the LATE instance at SPEC 4) and on others: two row blocks a chunk with the
- * digits made ahead (SPAN_TWO, SPAN_AHEAD), and the general instance (SPAN_SPEC=0). The clusters
- * must have run for all four products of every layer (its launch count): the wide model's
- * products are 4 spans wide (down 11), enough for clusters of 2; clusters of 4 need 8 spans a
- * product, so those cases run a 1024-wide model (16 heads of 64; down 11 spans: 2, 3, 3, 3 a
- * block). */
-static void span_split(void) {
-    NEED_GPU();
-    static const char *const names[] = {"GLIM_CUDA_SPAN_SPLIT", "GLIM_CUDA_SPAN_SPLIT_N", "GLIM_CUDA_SPAN_SPEC",
-                                        "GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN_AHEAD", "GLIM_CUDA_SPAN",
-                                        "GLIM_CUDA_SPAN_LATE", "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8",
-                                        "GLIM_CUDA_FAST", "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
-    const int nv = (int)(sizeof names / sizeof names[0]);
-    env_saved env;
-    env_save(&env, names, nv);
-    glim_synth_spec wide = switch_spec(1, 53), w1024 = switch_spec(1, 59);
-    w1024.hidden_size = 1024;
-    w1024.n_heads = 16;
-    static const struct {
-        const char *label, *n, *spec, *two, *ahead;
-        int w1024;
-    } cases[] = {{"span_split2", "2", "4", "0", "0", 0},
-                 {"span_split2_two_ahead", "2", "4", "15", "15", 0},
-                 {"span_split4", "4", "4", "0", "0", 1},
-                 {"span_split4_general", "4", "0", "0", "0", 1}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        const char *on[] = {"15", cases[k].n, cases[k].spec, cases[k].two, cases[k].ahead, "15", "15", "1", "1", "1",
-                            "1", "0", "0"};
-        env_set(&env, on);
-        const glim_synth_spec *spec = cases[k].w1024 ? &w1024 : &wide;
-        const long before = gcu_dmv_split_count();
-        random_vs_cpu(cases[k].label, *spec);
-        const long ran = gcu_dmv_split_count() - before;
-        printf("  info: %s: %ld launches on clusters of %s\n", cases[k].label, ran, cases[k].n);
-        CHECK(ran >= 4L * spec->n_layers, "%s: %ld launches on clusters of %s, at least %d expected (four products "
-              "a layer)", cases[k].label, ran, cases[k].n, 4 * spec->n_layers);
-    }
-    env_restore(&env);
-}
-
 /* A prompt of several 64-token sub-chunks (64 + 64 + 22 tokens, the forward's GCU_TMAX), all of
  * its logits against the CPU's at the fp32-KV tolerance of random_vs_cpu: MLX 4-bit (the prefill
  * GEMM's 64-token instance, stream-K or split-K by shape) and the bf16 checkpoint (k_mv in parts
@@ -1065,7 +1021,6 @@ int main(void) {
     RUN(span_chunk_bits);
     RUN(span_spec_bits);
     RUN(span_ahead_bits);
-    RUN(span_split);
     RUN(l2pf_bits);
     RUN(deep_ring_bits);
     RUN(rewind_on_gpu);

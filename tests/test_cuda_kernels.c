@@ -261,9 +261,8 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     const int max_blocks = mode == 3 ? 3 : 0, defer_merge = mode >= 7;
     const int cluster = mode == 8 || mode == 9 || mode == 11 || mode == 13 ? 2 : 1;
     const int block_rows = mode >= 9, cluster_rows = mode == 11 || mode == 13, front_rows = mode == 12 || mode >= 14;
-    const int span = mode >= 14, span_warps = span && ring == 3 ? 7 : 0, span_acc = mode == 15 || mode >= 17;
-    const int span_rows = mode == 16 ? 4 : (mode == 15 || mode == 17 || mode == 19) && ring == 4 ? 2 : 1;
-    const int span_even = mode == 17 || mode == 19, span_split = mode == 18 ? 2 : mode == 19 ? 4 : 0;
+    const int span = mode >= 14, span_warps = span && ring == 3 ? 7 : 0, span_acc = mode == 15 || mode == 17;
+    const int span_rows = mode == 16 ? 4 : (mode == 15 || mode == 17) && ring == 4 ? 2 : 1, span_even = mode == 17;
     const int own_stage = mode == 13;
     const int tma = mode >= 4, tma_slots = ring == 4 ? 0 : ring, tma_chunk = mode >= 5 ? 2 : 1;
     /* when the ring is first requested (gcu_dmv_call.late_ring): every value on each ring kind */
@@ -295,16 +294,14 @@ static void check_decode(int64_t rows, int64_t K, int bits, int group, glim_dtyp
     if (epi == GCU_EPI_SOFTCAP) cpu_logit_softcap(ref, (int)rows, 0.19611613f, 2.0f);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, centered, 1e-5f, epi, 0.19611613f, 2.0f, ring, late_ring, i8, dyn,
                       max_blocks, tma, tma_slots, tma_chunk, defer_merge, cluster, block_rows, cluster_rows, front_rows,
-                      own_stage, span, span_warps, span_acc, span_rows, span_even, span_split};
+                      own_stage, span, span_warps, span_acc, span_rows, span_even};
     glim_error err;
     glim_status st = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out, gh, &err);
     char what[400];
     snprintf(what, sizeof what, "decode matvec %lldx%lld bits %d group %d %s input %d epi %d %s "
              "ring %d (first requested: late_ring %d)%s%s%s%s", (long long)rows, (long long)K, bits, group, glim_dtype_name(sdt), pro,
              epi, centered ? "centred" : "plain", ring, late_ring,
-             span_split == 2 ? ", span-major on clusters of 2 blocks, each half the spans (split-K)"
-             : span_split == 4 ? (span_rows > 1 ? ", span-major on the fewest clusters of 4 blocks, each a quarter of the spans (split-K), 2 row groups" : ", span-major on the fewest clusters of 4 blocks, each a quarter of the spans (split-K)")
-             : span_even ? (span_rows > 1 ? ", span-major on the fewest blocks with the same largest share, 2 row groups" : ", span-major on the fewest blocks with the same largest share")
+             span_even ? (span_rows > 1 ? ", span-major on the fewest blocks with the same largest share, 2 row groups" : ", span-major on the fewest blocks with the same largest share")
              : span ? (span_rows > 1 ? (span_acc ? ", span-major, sums in shared memory, 2 row groups" : ", span-major, 4 row groups")
                      : span_warps ? ", span-major, 7 warps owning spans" : span_acc ? ", span-major, sums in shared memory" : ", span-major")
              : own_stage ? ", whole row blocks per cluster of 2, each block staging its own row"
@@ -401,36 +398,6 @@ static void decode_matvec_span(void) {
     CHECK(ran == 2L * calls, "span-major kernel: %ld launches for %d calls of two runs", ran, calls);
 }
 
-/* GLIM_CUDA_SPAN_SPLIT (decode_mv_span.cu): clusters of 2 or 4 blocks own the row blocks
- * together, each block a 1/n share of the spans, the cluster's sums added in rank order through
- * distributed shared memory. check_decode's tolerance against the CPU (another order of the
- * same products), the residual of RESID, the two runs' bits equal, and an error from the test
- * wrapper if the clusters did not run (gcu_test_dmv.span_split). Mode 18: clusters of 2, the
- * sums in shared memory (2 row groups at ring 4); mode 19: clusters of 4 on the fewest clusters
- * with the same largest share (SPAN_EVEN). Shapes with at least 2 spans a block: from 1024 wide
- * (8 spans: 2 a block in clusters of 4) to 19968 (156: 39); 1408 wide ends on spans 5 and 6 (2),
- * 2, 3, 3, 3 (4): a warp with an odd count ends on a single span, some warps own none; rows from
- * 37 (3 row blocks: 3 clusters) to 19968 (gate/up's 1248 row blocks of 16, 19 a cluster of 2). */
-static void decode_matvec_split(void) {
-    NEED_GPU();
-    const long before = gcu_dmv_split_count();
-    int calls = 0;
-    for (int mode = 18; mode <= 19; mode++)
-    for (int ring = 2; ring <= 4; ring += 2, calls += 9) {
-        check_decode(37, 1024, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
-        check_decode(1000, 4096, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
-        check_decode(517, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_STORE, 1, ring, mode);
-        check_decode(300, 1408, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
-        check_decode(91, 1536, 4, 64, GLIM_DT_F32, 1, GCU_EPI_STORE, 0, ring, mode);
-        check_decode(6656, 19968, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
-        check_decode(203, 2048, 4, 32, GLIM_DT_F16, 0, GCU_EPI_SWIGLU, 1, ring, mode);
-        check_decode(37, 12800, 4, 64, GLIM_DT_BF16, 0, GCU_EPI_STORE, 1, ring, mode);
-        check_decode(19968, 6656, 4, 64, GLIM_DT_BF16, 2, GCU_EPI_SWIGLU, 1, ring, mode);
-    }
-    const long ran = gcu_dmv_split_count() - before;
-    CHECK(ran == 2L * calls, "span-major kernel's clusters: %ld launches for %d calls of two runs", ran, calls);
-}
-
 /* The staging shared by a cluster of blocks (GLIM_CUDA_CLUSTER) must change no bit: each block
  * stages 1/n of the row through the same per-item code into every block, and the warps' shares
  * are those of the grid without clusters, so the outputs (and RESID's residual) must equal the
@@ -459,7 +426,7 @@ static void check_cluster_bits_of(int64_t rows, int64_t K, int64_t kin, int grou
         out[i] = malloc(sizeof(float) * rows);
         hh[i] = malloc(sizeof(float) * K);
         gcu_test_dmv p = {pro, (int)kin, src, h, wa, 1e-6f, wo, 1, 1e-5f, epi, 0.19611613f, 2.0f, 2, 3, 1, 0,
-                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0, 0};
+                          0, 1, 2, 2, 1, cl[i], block_rows, 0, 0, own_stage, 0, 0, 0, 0, 0};
         glim_error err;
         st[i] = gcu_test_decode_matvec(&W.m, swiglu ? &U.m : NULL, &p, out[i], hh[i], &err);
         if (cl[i] == 4 && st[i] == GLIM_E_UNSUPPORTED)
@@ -531,7 +498,7 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
     cpu_matmul(NULL, ru, x, 1, &U.m);
     cpu_swiglu(ra, ra, ru, (int)N);
     gcu_test_dmv p = {pro, (int)K, src, h, wa, 1e-6f, wo, 1, 1e-5f, GCU_EPI_SWIGLU, 0, 0, 2, 3, 1, 0,
-                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                      0, 1, slots, 2, defer >= 1, 1, defer == 2, 0, 0, 0, 0, 0, 0, 0, 0};
     glim_error err;
     glim_status st = gcu_test_swiglu_down(&W.m, &U.m, &D.m, &p, act, o1, o2, &err);
     char what[200];
@@ -815,7 +782,6 @@ int main(void) {
     RUN(matvec_gemm);
     RUN(decode_matvec);
     RUN(decode_matvec_span);
-    RUN(decode_matvec_split);
     RUN(decode_matvec_cluster_bits);
     RUN(swiglu_down_digits);
     RUN(i8_digits_bytes);

@@ -1,12 +1,13 @@
 #!/bin/sh
-# s43_call2.sh: GLIM_CUDA_SPAN_SPLIT (the span kernel's row blocks owned by clusters of 2 or 4
-# blocks, each block a share of the spans, the sums merged through distributed shared memory).
+# s43_call2.sh (git apply bench/wip/span_split.patch and build first): GLIM_CUDA_SPAN_SPLIT (the
+# span kernel's row blocks owned by clusters of 2 or 4 blocks, each block a share of the spans,
+# the sums merged through distributed shared memory).
 # Its kernel test (decode_matvec_split) and forward test (span_split) first; then 3 alternating
 # rounds of the default, SPLIT=11 (qkvg, o_proj, down) on clusters of 2 and 4, and the same
 # without weight bytes (GLIM_CUDA_DIAG_RING=4: the compute-bound regime of an H200's loops, which
 # an H100 shows too); on an H200 also ROW0 + TWO=13 + AHEAD=15 with and without SPLIT=11;
 # timelines at ctx 0 (the loops of qkvg, o_proj, down); memcheck of span_split last. `old`:
-# main before the switch (scripts/old_binary.sh af9df02), what its code in the default
+# main without the patch (scripts/old_binary.sh on main's commit), what its code in the default
 # instance costs. Carry .deps, build/src/cuda, build/old_glimmer.xz. ~250 s plus the start;
 # LEAN=1: the tests and 2 rounds, no timelines or memcheck; LEAN=2 (~150 s): the tests and 2
 # rounds of old, new, SPLIT=11 with and without weight bytes only.

@@ -43,7 +43,6 @@ typedef struct gcu_session gcu_session;
  * GLIM_CUDA_CLUSTER_ROWS, GLIM_CUDA_FRONT_ROWS, GLIM_CUDA_CHAIN_SLOTS, GLIM_CUDA_TMA_SLOTS_O,
  * GLIM_CUDA_TMA_SLOTS_QKVG, GLIM_CUDA_ATT_PMERGE, GLIM_CUDA_ATT_PACK, GLIM_CUDA_UNIT_AHEAD,
  * GLIM_CUDA_SPAN, GLIM_CUDA_SPAN_WARPS, GLIM_CUDA_SPAN_ACC, GLIM_CUDA_SPAN_ROWS, GLIM_CUDA_SPAN_EVEN, GLIM_CUDA_SPAN_TWO, GLIM_CUDA_SPAN_LATE, GLIM_CUDA_SPAN_BLOCKS_*,
- * GLIM_CUDA_SPAN_SPLIT, GLIM_CUDA_SPAN_SPLIT_N,
  * GLIM_CUDA_ATT_WARM, GLIM_CUDA_ATT_LEAN, GLIM_CUDA_TMA_SLOTS_GU, GLIM_CUDA_TMA_SLOTS_DOWN,
  * GLIM_CUDA_L2PF_GU, GLIM_CUDA_L2PF_GU_O, GLIM_CUDA_L2PF_GU_SELF, GLIM_CUDA_L2PF_DOWN_SELF,
  * GLIM_CUDA_L2PF_QKVG_SELF, GLIM_CUDA_L2PF_DELAY override the defaults; GLIM_CUDA_DIAG_WINDOW,
@@ -218,17 +217,6 @@ typedef struct gcu_options {
                        warp's staging chain (~250 instructions a pair, ~0.5 us on the no-bytes
                        loop: RESULTS v29) overlapped only other warps' work. The same digits, the
                        same bits (GLIM_CUDA_SPAN_AHEAD, 0) */
-    int span_split; /* the products (mask as span) whose span-major matvec runs on clusters of
-                       span_split_n blocks that own row blocks together, each block a 1/n share
-                       of the spans (split-K), the cluster's sums added in rank order through
-                       distributed shared memory: where a loop is compute-bound (an H200's
-                       qkvg, o_proj and down, RESULTS v39) its time follows a block's units,
-                       and whole row blocks a block leave them uneven (qkvg 260 units a block
-                       against 214 for an even share of 132 SMs; clusters of 2: 234, of 4: 221;
-                       RESULTS v44). Session 23's pairs (down and o_proj, removed in session 24)
-                       were no faster on an H100, where those loops keep the memory's pace
-                       (GLIM_CUDA_SPAN_SPLIT, 0) */
-    int span_split_n; /* its blocks a cluster: 2 or 4 (GLIM_CUDA_SPAN_SPLIT_N, 2) */
     int span_even;  /* the products (mask as span) whose span-major matvec runs on the fewest
                        blocks with the same largest share of row blocks (down's 416: 104 blocks of
                        4, none of 3; qkvg's 544: 109 of 5 or 4): no block ends early, and the SMs
@@ -404,8 +392,6 @@ long gcu_dmv_two_spec_count(void);
 /* decode matvec launches on the span kernel that prefetched another product's bytes into L2
  * (GLIM_CUDA_L2PF_*) */
 long gcu_dmv_l2pf_count(void);
-/* span kernel launches on clusters that split each row block's spans (GLIM_CUDA_SPAN_SPLIT) */
-long gcu_dmv_split_count(void);
 /* span kernel launches on an instance that makes each pair's digits ahead (GLIM_CUDA_SPAN_AHEAD) */
 long gcu_dmv_span_ahead_count(void);
 /* span kernel launches with a ring of more than 2 slots a warp (GLIM_CUDA_TMA_SLOTS_GU, _DOWN) */
@@ -468,7 +454,6 @@ typedef struct gcu_test_dmv {
     int span_acc;                /* gcu_dmv_call.span_acc */
     int span_rows;               /* gcu_dmv_call.span_rows */
     int span_even;               /* gcu_dmv_call.span_even */
-    int span_split;              /* gcu_dmv_call.span_split (an error if the split does not run) */
 } gcu_test_dmv;
 glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
                                    const gcu_test_dmv *p, float *out, float *h_out,

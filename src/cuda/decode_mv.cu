@@ -437,21 +437,16 @@ static int dmv_span_groups(int nspan, int want, int W) {
 }
 
 /* GLIM_CUDA_SPAN: k_dmv_span's plan for a call on the integer path whose shared-memory ring
- * plan succeeded (decode_mv_span.cu), with owners of `own` blocks (1: a block per SM or per row
- * block; 2 or 4: GLIM_CUDA_SPAN_SPLIT's clusters, an owner per `own` SMs or per row block, each
- * block a 1/own share of the spans), with span_even the fewest owners with the same largest
- * share, each owning whole row blocks. 0 (d untouched) when the kernel cannot take the call so,
- * or (own > 1) when a block would get fewer than 2 spans, its sums would not fit the scratch or
- * the clusters would not all be resident at once. Shared memory: k_dmv_tma's staging area
- * (NORM/RESID's row), the warps' rings, with span_acc their row blocks' sums (a float2 per lane
- * and row), their staging scratch (with clusters also the block's sums per row block after the
- * loop: 64 bytes each). cap > 0: at most that many owners; *fit: the clusters that can be
- * resident at once, where that is why it failed (else 0). */
-static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem,
-                             int own, int cap, int *fit) {
-    *fit = 0;
+ * plan succeeded (decode_mv_span.cu): a block per SM or per row block (with span_even the fewest
+ * blocks with the same largest share), each owning whole row blocks. 0 (d untouched) when the
+ * kernel cannot take the call. Shared memory: k_dmv_tma's staging area (NORM/RESID's row), the
+ * warps' rings, with span_acc their row blocks' sums (a float2 per lane and row), their staging
+ * scratch. */
+static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
+    /* of the ring diagnostics (DmvArgs.diag_ring) it runs 4 (no bytes), the prologue's 6-8 and 9 (an H200's bytes per compute) */
+    const int dg = c->diag_ring, diag_ok = dg == 0 || dg == 4 || (dg >= 6 && dg <= 9);
+    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || !diag_ok || d->diag_window) return 0;
     const gcu_mat *m = c->m;
-    if (own > 1 && m->f.nspan < 2 * own) return 0;
     const int H = c->span_rows == 2 || c->span_rows == 4 || c->span_rows == 8 ? c->span_rows : 1;
     size_t base = dmv_tma_staging(m, c->pro, c->K, dmv_cs(&m->f));
     const int fits = base != 0;
@@ -461,17 +456,15 @@ static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn,
     if (c->max_blocks > 0 && nb > c->max_blocks) nb = c->max_blocks;
     const int most = nb < m->nrb ? nb : m->nrb; /* a block per SM or per row block */
     if (c->span_blocks > 0 && nb > c->span_blocks) nb = c->span_blocks;
-    int no = nb / own; /* owners */
-    if (cap > 0 && no > cap) no = cap;
+    int no = nb; /* owners */
     if (no > m->nrb) no = m->nrb;
     if (c->span_even && no > 0) { /* the same largest share on the fewest owners */
         const int share = (m->nrb + no - 1) / no;
         no = (m->nrb + share - 1) / share;
     }
-    nb = no * own;
+    nb = no;
     const int rb_max = no > 0 ? (m->nrb + no - 1) / no : 0, per_warp = (rb_max + H - 1) / H;
-    const int nsp = (m->f.nspan + own - 1) / own; /* the most spans of a block */
-    const int nw = H * dmv_span_groups(nsp, c->span_warps, DMV_WARPS / H);
+    const int nw = H * dmv_span_groups(m->f.nspan, c->span_warps, DMV_WARPS / H);
     /* whether an instance takes the call (every row-block and ring choice has one if this does) */
     const void *k = fits && no > 0 ? dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, 1, 0) : NULL;
     const int srows = c->span_acc ? per_warp : 0;
@@ -494,55 +487,30 @@ static int dmv_span_plan_own(const gcu_dmv_call *c, DmvArgs *d, const void **fn,
     /* each warp's sums reach the merge through its ring: 8 float2 per row block */
     if (!S || (size_t)per_warp * 64 > (size_t)S * slot_bytes) return 0;
     /* the instance for the row blocks a chunk and the late ring (sums in shared memory) */
-    const int late = c->span_late && c->span_acc;
-    int ahead = 0;
-    k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, late);
-    if (late && c->span_ahead) { /* (NULL for other formats: the plain instance) */
+    d->span_late = c->span_late && c->span_acc;
+    k = dmv_span_kernel(m->f.pps, m->sbf32, per_warp, c->span_acc, rpc, d->span_late);
+    d->span_ahead_run = 0;
+    if (d->span_late && c->span_ahead) { /* (NULL for other formats: the plain instance) */
         const void *ka = dmv_span_ahead_kernel(m->f.pps, m->sbf32, 0, rpc);
-        if (ka) k = ka, ahead = 1;
+        if (ka) k = ka, d->span_ahead_run = 1;
     }
     const size_t bytes = off + (size_t)S * nw * slot_bytes + acc + scr;
-    /* clusters: the block's sums per row block go through its scratch, free after the loop; and
-     * every cluster resident at once (one block per SM, whole GPCs' worth: an H100's 132 SMs may
-     * hold fewer than 66 pairs), or the last ones would wait for the first to end */
-    if (own > 1 && (size_t)rb_max * 64 > scr) return 0;
-    if (own > 1 && gcu_resident(k, DMV_THREADS, bytes, own) < no) {
-        *fit = gcu_resident(k, DMV_THREADS, bytes, own);
-        return 0;
-    }
     *fn = k;
     *blocks = nb;
     *smem = bytes;
-    d->span_late = late;
-    d->span_ahead_run = ahead;
     d->span_acc_off = (int)(bytes - acc - scr);
     d->span_scr_off = (int)(bytes - scr);
     d->span_srows = srows;
     d->span_rows = H;
     d->bblocks = nb;
     d->span_warps = nw;
-    d->span_fewer = nb < most; /* host's note for the launch count: fewer blocks */
+    d->span_fewer = no < most; /* host's note for the launch count: fewer blocks */
     d->tslots = S;
     d->tchunk = 2 * rpc;
     d->span_rpc = rpc;
     d->tring_off = (int)off;
     d->span_row0 = c->span_row0 != 0;
-    d->span_split = own;
     return 1;
-}
-
-static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int *blocks, size_t *smem) {
-    /* of the ring diagnostics (DmvArgs.diag_ring) it runs 4 (no bytes), the prologue's 6-8 and 9 (an H200's bytes per compute) */
-    const int dg = c->diag_ring, diag_ok = dg == 0 || dg == 4 || (dg >= 6 && dg <= 9);
-    if (!c->span || !d->i8 || c->pre_dig || d->mv.fuse || !diag_ok || d->diag_window) return 0;
-    /* clusters where asked for, on as many as can be resident at once (a second plan where the
-     * first had more), else single blocks */
-    const int own = c->span_split == 2 || c->span_split == 4 ? c->span_split : 1;
-    int fit = 0;
-    if (own > 1 && (dmv_span_plan_own(c, d, fn, blocks, smem, own, 0, &fit) ||
-                    (fit > 0 && dmv_span_plan_own(c, d, fn, blocks, smem, own, fit, &fit))))
-        return 1;
-    return dmv_span_plan_own(c, d, fn, blocks, smem, 1, 0, &fit);
 }
 
 /* Everything a launch of the call decides: the kernel, its arguments, grid and shared memory. */
@@ -579,7 +547,7 @@ static glim_status dmv_plan(const gcu_dmv_call *c, const void **fn_out, DmvArgs 
         dmv_span_plan(c, d, &fn, blocks, smem);
     }
     if (!sm) d->late_norm = 0; /* the register ring's prologue (dmv_prepare_row) scales the row */
-    d->cluster = d->span_warps && d->span_split > 1 ? d->span_split : 1; /* (the span plan checked they fit) */
+    d->cluster = 1;
     if (sm && d->i8 && !d->pre_dig && c->cluster > 1 && !d->span_warps)
         *blocks = dmv_cluster_grid(fn, *smem, *blocks, c->cluster, &d->cluster);
     /* k_dmv_tma's uses of its clusters: the shared staging, the row blocks owned together */
@@ -660,8 +628,6 @@ static long deep_count; /* span kernel launches with a ring of more than 2 slots
 extern "C" long gcu_dmv_deep_count(void) { return deep_count; }
 static long span_ahead_count; /* span kernel launches on an AHEAD instance (gcu_dmv_span_ahead_count) */
 extern "C" long gcu_dmv_span_ahead_count(void) { return span_ahead_count; }
-static long split_count; /* span kernel launches on clusters that split the spans (gcu_dmv_split_count) */
-extern "C" long gcu_dmv_split_count(void) { return split_count; }
 
 extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, glim_error *err) {
     const void *fn;
@@ -683,7 +649,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
     if (s == GLIM_OK && d.span_warps && d.tslots > 2) deep_count++;
     if (s == GLIM_OK && d.span_warps && d.span_ahead_run) span_ahead_count++;
-    if (s == GLIM_OK && d.span_warps && d.span_split > 1) split_count++;
     if (s == GLIM_OK && d.span_spec_run == c->span_spec && c->span_spec) {
         spec_count++;
         if (d.span_rpc == 2) two_spec_count++;
@@ -825,7 +790,6 @@ extern "C" void gcu_test_dmv_call(const gcu_test_dmv *p, const gcu_mat *m, const
     c->span_acc = p->span_acc;
     c->span_rows = p->span_rows;
     c->span_even = p->span_even;
-    c->span_split = p->span_split;
 }
 
 extern "C" glim_status gcu_test_upload(float **d, const float *h, size_t n, glim_error *err) {
@@ -889,12 +853,6 @@ extern "C" glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_m
             if ((s = dmv_plan(&c, &fn, &d, &blocks, &smem, err)) != GLIM_OK) goto out;
             if (!d.span_warps) {
                 s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel cannot take this call");
-                goto out;
-            }
-            if (c.span_split > 1 && d.span_split != c.span_split) {
-                s = glim_fail(err, GLIM_E_UNSUPPORTED, "decode matvec: the span-major kernel's clusters of %d "
-                              "(GLIM_CUDA_SPAN_SPLIT) do not run here (%d blocks, %d spans)", c.span_split, blocks,
-                              c.m->f.nspan);
                 goto out;
             }
         }

@@ -88,9 +88,6 @@ struct DmvArgs {
                         * where the call needs more of the general one), 0 off it */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
     int span_ahead_run; /* host's note: on an AHEAD instance (GLIM_CUDA_SPAN_AHEAD) */
-    int span_split; /* k_dmv_span: its owners are clusters of this many blocks (bblocks / span_split
-                     * of them; 0 or 1: single blocks), rank c taking spans
-                     * [nspan c / span_split, nspan (c + 1) / span_split) (GLIM_CUDA_SPAN_SPLIT) */
     gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };
 

@@ -24,16 +24,7 @@
  * largest share of row blocks (down's and o_proj's 416 on 132 SMs: 104 blocks of 4, not 20 of 4
  * and 112 of 3), so the blocks end together and the SMs left free take the next kernel's blocks
  * under PDL at once (+2 % at ctx 0, session 24). Evening the shares on every SM instead
- * (session 23's clusters of 2 blocks owning row blocks together, removed in session 24) gained
- * nothing on an H100, where those loops keep the memory's pace.
- *
- * GLIM_CUDA_SPAN_SPLIT (its products; off by default): the owners are clusters of 2 or 4 blocks
- * (GLIM_CUDA_SPAN_SPLIT_N), each block taking a 1/n share of every owned row block's spans
- * (split-K), and the cluster adds its blocks' sums in rank order through distributed shared
- * memory (span_split_merge). For an H200, whose qkvg, o_proj and down loops are compute-bound
- * (RESULTS v39): there a loop's time follows its block's units, and whole row blocks a block
- * leave them 21-27 % above an even share (qkvg 260 units a block against 214; clusters of 2
- * give 234, of 4 221; RESULTS v44).
+ * (session 23's clusters of 2 blocks owning row blocks together, removed) gained nothing.
  *
  * A warp's stream: per pair of spans, per row block, the two units (rb, s) and (rb, s + 1),
  * contiguous in the matrix, one bulk copy (a warp with an odd number of spans ends on a single
@@ -74,10 +65,8 @@
 static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
 
 /* A block's share and a warp's part of it. Whole row blocks [r0, r0 + nrb): the shares of
- * tma_warp_units with the block as owner, or with d.span_split its cluster of C (each block then
- * taking spans [nspan c / C, nspan (c + 1) / C), c its rank); the warp's are r0 + h + i H for
- * i < nw, at its span group's part of the block's spans. A warp's sums: row block r0 + h + i H
- * at its row i. */
+ * tma_warp_units with the block as owner; the warp's are r0 + h + i H for i < nw, at its span
+ * group's part of the block's spans. A warp's sums: row block r0 + h + i H at its row i. */
 struct SpanWork {
     int r0, nrb;
     int h, H, nw;
@@ -86,17 +75,15 @@ struct SpanWork {
 
 __device__ __forceinline__ SpanWork span_work(const DmvArgs &d, int warp) {
     const MvArgs &a = d.mv;
-    /* (a cluster's rank is blockIdx.x % C in a 1-D grid of 1-D clusters) */
-    const int C = d.span_split > 1 ? d.span_split : 1, no = d.bblocks / C, o = (int)blockIdx.x / C;
+    const int no = d.bblocks, o = (int)blockIdx.x;
     const int ns = a.nspan, R = (int)(a.nunits / ns), q = R / no, e = R % no;
-    const int c = (int)blockIdx.x % C, cA = ns * c / C, cn = ns * (c + 1) / C - cA; /* the block's spans */
     SpanWork w;
     w.r0 = w.nrb = w.nw = 0;
     const int NW = d.span_warps, H = d.span_rows, G = NW / H, sg = warp / H;
     w.H = H;
     w.h = warp % H;
-    w.sA = warp < NW ? cA + cn * sg / G : 0;
-    w.sB = warp < NW ? cA + cn * (sg + 1) / G : 0;
+    w.sA = warp < NW ? ns * sg / G : 0;
+    w.sB = warp < NW ? ns * (sg + 1) / G : 0;
     if (o >= no) return w;
     w.r0 = d.front ? o * q + min(o, e) : (int)mv_muldiv(R, o, no);
     w.nrb = (d.front ? w.r0 + q + (o < e) : (int)mv_muldiv(R, o + 1, no)) - w.r0;
@@ -163,34 +150,6 @@ __device__ __forceinline__ void span_digits(const uint4 *scr, int j, bool dvalid
 __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah, int lane) {
     const float vg = ag + __shfl_down_sync(0xffffffffu, ag, 1), vh = ah + __shfl_down_sync(0xffffffffu, ah, 1);
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
-}
-
-/* GLIM_CUDA_SPAN_SPLIT: the cluster's row blocks once each block has its sums over its own spans
- * in pp (8 float2 per row block, in its staging scratch, free after the loop): row block r is
- * written by rank r % C, as rank 0's sums plus rank 1's and so on (the same order whichever rank
- * adds), read through distributed shared memory between two cluster barriers (the second keeps
- * each block's memory alive until its peers have read it). Every thread of every block of the
- * cluster comes here. */
-__device__ __forceinline__ void span_split_merge(const MvArgs &a, const SpanWork &w, const float2 *pp, float osc,
-                                                 int C, int lane, int warp) {
-    gcu_cluster_arrive();
-    gcu_cluster_wait();
-    const unsigned at = gcu_smem_addr(pp) + (unsigned)(lane >> 2) * (unsigned)sizeof(float2);
-    for (int r = (int)blockIdx.x % C + C * warp; r < w.nrb; r += C * DMV_WARPS) {
-        const unsigned off = (unsigned)r * 8u * (unsigned)sizeof(float2);
-        float2 x = gcu_ld_cluster_f2(gcu_cluster_map(at + off, 0));
-        float vg[1] = {x.x}, vh[1] = {x.y};
-        for (int k = 1; k < C; k++) {
-            x = gcu_ld_cluster_f2(gcu_cluster_map(at + off, (unsigned)k));
-            vg[0] += x.x;
-            vh[0] += x.y;
-        }
-        vg[0] *= osc;
-        vh[0] *= osc;
-        mv_epilogue<1>(a, w.r0 + r, lane, vg, vh);
-    }
-    gcu_cluster_arrive();
-    gcu_cluster_wait();
 }
 
 /* This warp's pieces of the launch's L2 prefetch (DmvArgs.l2pf: a later product's bytes, or a
@@ -483,8 +442,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
      * 20-register kernel) */
     const SpanWork wm = span_work(d, warp);
     const int H = d.span_rows, G = NW / H;
-    const int C = d.span_split; /* clusters (GLIM_CUDA_SPAN_SPLIT): this block's sums into pp first */
-    float2 *pp = (float2 *)((char *)dmv_smem + d.span_scr_off);
     for (int r = warp; r < wm.nrb; r += DMV_WARPS) {
         const int hg = r % H, i = r / H;
         float vg[1] = {0.0f}, vh[1] = {0.0f};
@@ -497,16 +454,11 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             vg[0] += sg < G ? x.x : 0.0f;
             vh[0] += sg < G ? x.y : 0.0f;
         }
-        if (C > 1) {
-            if (t == 0) pp[r * 8 + g] = make_float2(vg[0], vh[0]);
-            continue;
-        }
         /* (osc is 1 without the late norm, and x 1 is exact: no branch per row) */
         vg[0] *= osc;
         vh[0] *= osc;
         mv_epilogue<1>(a, wm.r0 + r, lane, vg, vh);
     }
-    if (C > 1) span_split_merge(a, wm, pp, osc, C, lane, warp);
     /* or after this block's own loads, which its prefetch should not delay (the next kernel's
      * wait it does: the grid completes once they are done) */
     if (!d.l2pf.early) span_l2_prefetch(d.l2pf, warp, lane, 0);

@@ -602,7 +602,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_row0 = g->opt.span_row0;
     c.span_ahead = (g->opt.span_ahead & pb) != 0;
     c.span_even = (g->opt.span_even & pb) != 0;
-    c.span_split = (g->opt.span_split & pb) ? g->opt.span_split_n : 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */
     c.cluster_rows = g->opt.cluster_rows;
     c.front_rows = g->opt.front_rows;

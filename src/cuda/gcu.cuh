@@ -282,12 +282,6 @@ typedef struct gcu_dmv_call {
     /* span_ahead: on the LATE instance (general or SPEC 4), each pair's digits made during the
      * previous pair's last chunk (opt.span_ahead, a mask as span) */
     int span_ahead;
-    /* span_split: the span kernel's owners are clusters of this many blocks (2 or 4; else single
-     * blocks), each block taking a 1/span_split share of every row block's spans, the sums added
-     * in rank order through distributed shared memory (opt.span_split, a mask as span; where the
-     * clusters cannot all be resident at once or a block would get fewer than 2 spans, single
-     * blocks as without it) */
-    int span_split;
     /* GLIM_CUDA_L2PF_*: a later product's bytes this launch prefetches into L2 (the span kernel
      * only; others ignore it) */
     gcu_l2pf l2pf;

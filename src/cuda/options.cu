@@ -106,9 +106,6 @@ extern "C" gcu_options gcu_options_default(void) {
      * (3 processes each; +1.9, +2.1, +2.7 % in the others), +1.1 % at 4k and 32k; down's 416
      * row blocks on 104 blocks of 4 leave 28 SMs on which the next qkvg starts ~27 us early */
     o.span_even = env_int("GLIM_CUDA_SPAN_EVEN", 15);
-    /* session 43: written for the H200's compute-bound loops; off until measured there */
-    o.span_split = env_int("GLIM_CUDA_SPAN_SPLIT", 0);
-    o.span_split_n = env_int("GLIM_CUDA_SPAN_SPLIT_N", 2);
     /* session 34: every product on the one-row LATE instance, not qkvg and down on the two-row
      * one (TWO 9, LATE 6): one instance a layer, its code warm at every product; +0.3 to +1.0 %
      * at ctx 0 in all six H100 calls that ran both (RESULTS v36) */
