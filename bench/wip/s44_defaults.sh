@@ -6,9 +6,7 @@ cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 if [ -n "$LEAN" ]; then
-    GLIM_REQUIRE_CUDA=1 timeout 200 build/tests/test_cuda_forward > $OUT/forward.log 2>&1
-    echo "forward rc=$? $(grep -c '^PASS' $OUT/forward.log) pass $(grep -c '^FAIL' $OUT/forward.log) fail $(grep -c '^SKIP' $OUT/forward.log) skip"
-    grep -E '^FAIL' $OUT/forward.log | head
+    sh bench/gpu_tests.sh test_cuda_forward
     exit 0
 fi
 sh bench/gpu_tests.sh
