@@ -30,11 +30,11 @@ while [ $r -lt "$rounds" ]; do
     for v in "$@"; do
         echo "run $v" >> "$OUT/ab.md"
         case $v in
-        old) cmd="build/old_glimmer" ;;
-        old,*) cmd="env $(echo "${v#old,}" | tr ',' ' ') build/old_glimmer" ;;
-        new) cmd="env $NEW_ENV build/glimmer" ;;
-        *) cmd="env $(echo "$v" | tr ',' ' ') build/glimmer" ;;
+        old | old,*) bin=build/old_glimmer set=${v#old} ;;
+        new) bin=build/glimmer set=$NEW_ENV ;;
+        *) bin=build/glimmer set=$v ;;
         esac
+        cmd="env $(echo "$set" | tr ',' ' ') $bin"
         timeout 100 $cmd bench --synthetic --prompt 0 -n 64 --out "$OUT/ab.md" > /dev/null 2>&1 ||
             echo "decode_ab: $v: rc $?"
     done
