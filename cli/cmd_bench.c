@@ -384,7 +384,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "qkvg's blocks prefetch every 16th of its row blocks before their wait, during down's loop (GLIM_CUDA_L2PF_QKVG_SELF=16)", v[nv].o = base, v[nv++].o.l2pf_qkvg_self = 16;
     v[nv].name = "gate/up's ring 3 slots a warp, not 2 (GLIM_CUDA_TMA_SLOTS_GU=3)", v[nv].o = base, v[nv++].o.tma_slots_gu = 3;
     v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;
-    v[nv].name = "the span kernel's row at offset 0, two row blocks a chunk for qkvg, gate/up and down (GLIM_CUDA_SPAN_ROW0=1 GLIM_CUDA_SPAN_TWO=13)", v[nv].o = base, v[nv].o.span_row0 = 1, v[nv++].o.span_two = 13;
+    v[nv].name = "the span kernel's row after the staging area, one row block a chunk (GLIM_CUDA_SPAN_ROW0=0 GLIM_CUDA_SPAN_TWO=0: the default until session 44)", v[nv].o = base, v[nv].o.span_row0 = 0, v[nv++].o.span_two = 0;
     v[nv].name = "each pair of spans' digits made during the previous pair's last chunk (GLIM_CUDA_SPAN_AHEAD=15)", v[nv].o = base, v[nv++].o.span_ahead = 15;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 23;
@@ -412,12 +412,12 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;
     v[nv].name = "span-major with each block's 16 warps as 4 span groups x 4 row groups: even work where the spans do not divide among 16 warps, each span staged 4 times (GLIM_CUDA_SPAN_ROWS=4)", v[nv].o = base, v[nv++].o.span_rows = 4;
     v[nv].name = "span-major on a block per SM (or per row block), the shares of row blocks uneven (GLIM_CUDA_SPAN_EVEN=0: the default before session 24)", v[nv].o = base, v[nv++].o.span_even = 0;
-    v[nv].name = "span-major with qkvg and down on two row blocks per ring slot, their whole ring requested before the PDL wait (GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_SPAN_LATE=6: the default from session 28 to 33; two kernel instances a layer)", v[nv].o = base, v[nv].o.span_two = 9, v[nv++].o.span_late = 6;
+    v[nv].name = "span-major with qkvg and down on two row blocks per ring slot, their whole ring requested before the PDL wait (GLIM_CUDA_SPAN_TWO=9 GLIM_CUDA_SPAN_LATE=6: the default from session 28 to 33; two kernel instances a layer)", v[nv].o = base, v[nv].o.span_row0 = 0, v[nv].o.span_two = 9, v[nv++].o.span_late = 6;
     v[nv].name = "span-major with the whole ring requested before the PDL wait for every product (GLIM_CUDA_SPAN_LATE=0: the default before session 28)", v[nv].o = base, v[nv++].o.span_late = 0;
     v[nv].name = "span-major on the general instance, its diagnostics and timeline compiled in (GLIM_CUDA_SPAN_SPEC=0: the default before session 34)", v[nv].o = base, v[nv++].o.span_spec = 0;
     v[nv].name = "span-major on the instance without its diagnostics and timeline, the norm's scale and softcap paths kept (GLIM_CUDA_SPAN_SPEC=2)", v[nv].o = base, v[nv++].o.span_spec = 2;
     v[nv].name = "span-major on the instance with the front-owner shares and the inputs' scalar load path kept (GLIM_CUDA_SPAN_SPEC=3: the default in session 34)", v[nv].o = base, v[nv++].o.span_spec = 3;
-    v[nv].name = "span-major with two row blocks per ring slot for qkvg, down and o_proj (GLIM_CUDA_SPAN_TWO=11 GLIM_CUDA_SPAN_LATE=4: o_proj's deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv].o.span_two = 11, v[nv++].o.span_late = 4;
+    v[nv].name = "span-major with two row blocks per ring slot for qkvg, down and o_proj (GLIM_CUDA_SPAN_TWO=11 GLIM_CUDA_SPAN_LATE=4: o_proj's deeper ring, requested while attention runs, slows attention)", v[nv].o = base, v[nv].o.span_row0 = 0, v[nv].o.span_two = 11, v[nv++].o.span_late = 4;
     v[nv].name = "span-major down on at most 84 blocks (5 row blocks each), 48 SMs free for the next qkvg (GLIM_CUDA_SPAN_BLOCKS_DOWN=84)", v[nv].o = base, v[nv++].o.span_blocks[3] = 84;
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */

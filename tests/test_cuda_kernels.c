@@ -520,9 +520,12 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
 
 /* The integer path's digits of one group of lp items (8 values each), from their definition
  * (decode_mv_i8.cuh): E = 2^e, the power of two just above max|x| / 127 (e at least -100, at most
- * 126; NaN for an infinite x), y = x / E, d0 = y rounded to the nearest integer (ties to even),
- * d1 = 128 (y - d0) rounded, d2 = 128 (128 (y - d0) - d1) rounded; the group's sum of x in the
- * staging's order (each item's 8 values in turn, then a butterfly over the items). */
+ * 126; NaN for an infinite x); an item's elements 0, 2, 4, 6 (the low nibbles) y = x / E, d0 = y
+ * rounded to the nearest integer (ties to even), d1 = 128 (y - d0) rounded, d2 = 128 (128 (y -
+ * d0) - d1) rounded, d3 = 0; its elements 1, 3, 5, 7 (the high nibbles, which enter the tensor
+ * cores as 16 q) the same of y = x / (16 E), with a fourth digit d3 = 128 (... - d2) rounded;
+ * the group's sum of x in the staging's order (each item's 8 values in turn, then a butterfly
+ * over the items). */
 static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
     float mx = 0.0f, s[16];
     for (int i = 0; i < lp; i++) {
@@ -541,15 +544,20 @@ static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
     be = be < 26 ? 26 : be > 252 ? 252 : be;
     const float E = isfinite(mx) ? ldexpf(1.0f, be + 1 - 127) : NAN, inv = ldexpf(1.0f, 126 - be);
     for (int i = 0; i < lp; i++) {
-        uint8_t d[3][8];
+        uint8_t d[4][8];
         for (int k = 0; k < 8; k++) {
-            const float y = v[8 * i + k] * inv, n0 = rintf(y), r0 = (y - n0) * 128.0f, n1 = rintf(r0);
-            const float n2 = rintf((r0 - n1) * 128.0f);
-            d[0][k] = (uint8_t)(int8_t)n0, d[1][k] = (uint8_t)(int8_t)n1, d[2][k] = (uint8_t)(int8_t)n2;
+            const int hi = k & 1;
+            /* (double: y and its remainders are exact, as the GPU's fused steps make them) */
+            double y = (double)v[8 * i + k] * (hi ? ldexp(inv, -4) : inv);
+            for (int c = 0; c < 4; c++) {
+                const double n = c < 3 || hi ? nearbyint(y) : 0.0;
+                d[c][k] = (uint8_t)(int8_t)n;
+                y = (y - n) * 128.0;
+            }
         }
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 4; c++)
             for (int h = 0; h < 2; h++)
-                words[6 * i + 2 * c + h] = d[c][h] | (uint32_t)d[c][2 + h] << 8 | (uint32_t)d[c][4 + h] << 16 |
+                words[8 * i + 2 * c + h] = d[c][h] | (uint32_t)d[c][2 + h] << 8 | (uint32_t)d[c][4 + h] << 16 |
                                           (uint32_t)d[c][6 + h] << 24;
         ex[2 * i] = E, ex[2 * i + 1] = s[i];
     }
@@ -557,13 +565,14 @@ static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
 
 /* dmv_i8_digits (every decode prologue's staging and gate/up's fused one) against the
  * definition, byte for byte: random groups over 200 binades, groups whose y and 128 (y - d0)
- * fall on ties (max 100 2^k, so E = 2^k), groups with zero items, groups below the 2^-100
- * floor of E, and one with an infinite value (E must be NaN; its digits say nothing). */
+ * fall on ties, for y = x / E and y = x / (16 E) (max about 100 2^k, so E = 2^k), groups with
+ * zero items, groups below the 2^-100 floor of E, and one with an infinite value (E must be
+ * NaN; its digits say nothing). */
 static void i8_digits_bytes(void) {
     NEED_GPU();
     const int lps[3] = {4, 8, 16}, n = 2048;
     float *v = malloc(sizeof(float) * 8 * n), ex[2 * 16], *gex = malloc(sizeof(float) * 2 * n);
-    uint32_t *gw = malloc(sizeof(uint32_t) * 6 * n), rw[6 * 16];
+    uint32_t *gw = malloc(sizeof(uint32_t) * 8 * n), rw[8 * 16];
     for (int li = 0; li < 3; li++) {
         const int lp = lps[li], ng = n / lp;
         for (int gi = 0; gi < ng; gi++) {
@@ -571,8 +580,13 @@ static void i8_digits_bytes(void) {
             const int kind = gi % 5, k = (int)(urand() * 100.0f);
             for (int j = 0; j < lp * 8; j++) {
                 if (kind == 0) g[j] = ldexpf(urand() * 127.0f, k);
-                else if (kind == 1) /* ties: y = m + 1/2, or 128 (y - d0) = m + 1/2 */
-                    g[j] = ldexpf((float)((int)(urand() * 90.0f)) + (j & 1 ? 0.5f : (float)((int)(urand() * 60.0f)) / 128.0f + 1.0f / 256.0f), k);
+                else if (kind == 1) { /* ties: y = m + 1/2, or 128 (y - d0) = m + 1/2, and for the high
+                                       * nibbles' elements (odd j) the same of y / 16 */
+                    const float m = (float)(int)(urand() * 90.0f), a = (float)(int)(urand() * 7.0f);
+                    const float r = (float)(int)(urand() * 60.0f);
+                    g[j] = ldexpf(j % 4 == 0 ? m + 0.5f : j % 4 == 2 ? m + r / 128.0f + 1.0f / 256.0f
+                                  : j % 4 == 1 ? 16.0f * a + 8.0f : 16.0f * a + (r + 0.5f) / 8.0f, k);
+                }
                 else if (kind == 2) g[j] = j / 8 % 3 == 1 ? 0.0f : urand() * 3.0f;
                 else if (kind == 3) g[j] = ldexpf(urand(), -110 - (gi % 20));
                 else g[j] = urand() * 1000.0f;
@@ -595,12 +609,12 @@ static void i8_digits_bytes(void) {
                     CHECK(isnan(E), "digits, groups of %d: group %d holds an infinity but E = %g", lp, gi, E);
                     continue;
                 }
-                const int same = memcmp(rw + 6 * i, gw + 6 * q, 24) == 0 && memcmp(&E, ex + 2 * i, 4) == 0 &&
+                const int same = memcmp(rw + 8 * i, gw + 8 * q, 32) == 0 && memcmp(&E, ex + 2 * i, 4) == 0 &&
                                  memcmp(&S, ex + 2 * i + 1, 4) == 0;
                 if (!same && bad++ < 3)
                     CHECK(0, "digits, groups of %d: item %zu (group %d, kind %d): words %08x %08x .. E %a sum %a, "
-                          "expected %08x %08x .. E %a sum %a", lp, q, gi, gi % 5, gw[6 * q], gw[6 * q + 1], E, S,
-                          rw[6 * i], rw[6 * i + 1], ex[2 * i], ex[2 * i + 1]);
+                          "expected %08x %08x .. E %a sum %a", lp, q, gi, gi % 5, gw[8 * q], gw[8 * q + 1], E, S,
+                          rw[8 * i], rw[8 * i + 1], ex[2 * i], ex[2 * i + 1]);
             }
         }
         CHECK(bad == 0, "digits, groups of %d items: %d items differ from the definition", lp, bad);

@@ -187,15 +187,17 @@ typedef struct gcu_options {
                        (GLIM_CUDA_SPAN_ACC) */
     int span_two;   /* the products (mask as span) whose span kernel, with its sums in shared
                        memory, takes two row blocks a chunk (4 units a ring slot, one barrier and
-                       one refill per two; where two slots of them fit, so never gate/up at the
-                       30B's shapes) instead of one (GLIM_CUDA_SPAN_TWO, 0. Session 28: 9, qkvg
+                       one refill per two; where two slots of them fit: gate/up at the 30B's
+                       shapes only with span_row0) instead of one (GLIM_CUDA_SPAN_TWO, 13. Session 28: 9, qkvg
                        and down, ~+0.2 % on an H100 off the LATE instance; since session 37 on
                        the LATE and SPEC instances too: on an H100 -0.4 %, without weight bytes
-                       (the loops compute-bound, as an H200's are) +1.8 %, RESULTS v39) */
+                       (the loops compute-bound, as an H200's are) +1.8 %, RESULTS v39; 13, qkvg,
+                       gate/up and down, with span_row0, the default since session 46: +0.4 / +1.0 / +1.1 %
+                       on an H100, +3.0 % without weight bytes, RESULTS v47) */
     int span_row0;  /* the span kernel's NORM/RESID row at the start of its shared memory, without
                        k_dmv_tma's staging area before it, which it does not use (~30 KB at the
                        30B's 6656 columns; RAW products none), so that two slots of two row blocks
-                       fit for gate/up too (GLIM_CUDA_SPAN_ROW0, 0) */
+                       fit for gate/up too (GLIM_CUDA_SPAN_ROW0, 1 since session 46) */
     int span_late;  /* the products (mask as span) whose span kernel (sums in shared memory, one
                        or two row blocks a chunk) requests only its
                        ring's first slot before the PDL wait, the rest after the prologue: for
@@ -465,8 +467,9 @@ glim_status gcu_test_decode_matvec(const glim_matrix *W, const glim_matrix *W2,
  * twice; an error if a bit changes between the runs or if D would not take digits. */
 /* The integer path's digits of nitems items of 8 values (v[8 nitems]; a multiple of 32 items,
  * groups of lp consecutive items, lp 4, 8 or 16) as the decode prologues stage them
- * (dmv_i8_digits): words[6 q ..] the item's digit words (digit 0 of elements {0,2,4,6}, then
- * {1,3,5,7}, then digits 1 and 2 likewise), ex[2 q ..] its group's (E, sum x). */
+ * (dmv_i8_digits): words[8 q ..] the item's digit words (digit 0 of elements {0,2,4,6}, then
+ * {1,3,5,7}, then digits 1, 2 and 3 likewise; digit 3 of {0,2,4,6} is zero), ex[2 q ..] its
+ * group's (E, sum x). */
 glim_status gcu_test_i8_digits(const float *v, int nitems, int lp, uint32_t *words, float *ex, glim_error *err);
 glim_status gcu_test_swiglu_down(const glim_matrix *W, const glim_matrix *W2, const glim_matrix *D,
                                  const gcu_test_dmv *p, float *act, float *out_staged, float *out_plain,

@@ -97,8 +97,8 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvS
     int rb = u0 / a.nspan, sp = u0 % a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = sxsum + sp * PPS;
-    /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
-    const bool dvalid = g < 3;
+    /* the integer path: digit column g < DMV_I8_DIGITS (B column g), the lane's weight of its two sums */
+    const bool dvalid = g < DMV_I8_DIGITS;
     const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;

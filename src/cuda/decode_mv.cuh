@@ -345,7 +345,7 @@ size_t dmv_tma_geometry(const gcu_mat *m, int pro, int K, int cs, int chunk, int
  * warps, leaving `keep` bytes after the rings (at most max_slots when > 0; 0 if under 2). */
 #define SPAN_RB_SMALL 4
 #define SPAN_RB_MAX 20
-#define SPAN_SCRATCH_BYTES 832 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
+#define SPAN_SCRATCH_BYTES 1088 /* a warp's staging scratch in k_dmv_span (SPAN_SCRATCH_U4 x 16) */
 /* the span-major kernel for a format, the warp's most row blocks, the sums' place (shared memory
  * or registers), row blocks per chunk (2 only with the sums in shared memory) and late (with the
  * sums in shared memory: one ring slot requested before the PDL wait) */

@@ -92,7 +92,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
     for (int j = 0; j < RING; j++)
         if (j >= filled) feed(ring[j]);
 
-    const bool dvalid = g < 3, xvalid = t == 0;
+    const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
     const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const float2 *e0 = (const float2 *)m.isum;
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;

@@ -5,17 +5,23 @@
 #define GLIM_CUDA_DECODE_MV_I8_CUH
 
 /* ---- the integer path (MLX 4-bit) ---------------------------------------------------------
- * The 4-bit values enter the integer tensor cores as unsigned bytes (a mask and a shift per 8
- * values, against two instructions per pair for bf16) and x as signed bytes: per group of the
- * weights, x = E (d0 + d1/2^7 + d2/2^14) with E a power of two such that |x| / E <= 127, so
- * d0 in [-127, 127] and d1, d2 in [-64, 64]. The three digits are three columns of B; each
- * m16n8k32 sums 32 products exactly in 32 bits, and per group lane t = 0 holds the d0 and d1
- * sums (combined as 128 D0 + D1, exact in fp32 for groups up to 64), lane t = 1 the d2 sum.
- * A digit decomposition is exact but for the last rounding: each x within E 2^-15, i.e. 2^-21 of
- * the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No offset on the weights, so the
- * bias term is bias * sum(x) with the plain sum.
+ * The 4-bit values enter the integer tensor cores as unsigned bytes, two masks per 8 values (a
+ * word's low nibbles as q, its high nibbles in place as 16 q: no shift) against two
+ * instructions per pair for bf16, and x as signed bytes: per group of the weights, x = E (d0 +
+ * d1/2^7 + d2/2^14) with E a power of two such that |x| / E <= 127, so d0 in [-127, 127] and
+ * d1, d2 in [-64, 64]; the high nibbles' elements carry x / 16 in four digits instead (e0 in
+ * [-8, 8]; i8_digits.cuh), so that 16 q times them is q x. The digits are four columns of B
+ * (the fourth zero in the low nibbles' rows); each m16n8k32 sums 32 products exactly in 32
+ * bits, and per group lane t = 0 holds the digit 0 and 1 sums (combined as 128 D0 + D1, exact
+ * in fp32 for groups up to 64: |D0| <= 32 (15 127 + 240 8), |D1| <= 32 (15 + 240) 64), lane
+ * t = 1 the digit 2 and 3 sums (128 D2 + D3 up to 2^26, rounded to fp32: 2^-20 E, far below
+ * the digits' own grain). A digit decomposition is exact but for the last rounding: each x
+ * within E 2^-15, i.e. 2^-21 of the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No
+ * offset on the weights, so the bias term is bias * sum(x) with the plain sum. Until session
+ * 45 the high nibbles were shifted down (a shift and a mask each, 8 instructions more per
+ * unit) and every element had three digits.
  *
- * Shared memory: digits at m.sx, [span][half 2][digit 3][t 4][i 2][8 bytes] (i8_digits.cuh):
+ * Shared memory: digits at m.sx, [span][half 2][digit 4][t 4][i 2][8 bytes] (i8_digits.cuh):
  * the 8 bytes of (i, t) are the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then
  * {1,3,5,7} (rows 16+4t..), the order in which the low and high nibbles of the weight word land
  * in A. (E, sum x) per
@@ -76,15 +82,15 @@ static __device__ __forceinline__ void dmv_stage_i8(const DmvArgs &d, const DmvS
     dmv_stage_i8_from<false>(d, m, m.row);
 }
 
-/* The lane's digits in the staged row's first span (lane (g, t) reads digit column g < 3 of
- * its items t; the other lanes read zeros in dmv_unit_i8). */
+/* The lane's digits in the staged row's first span (lane (g, t) reads digit column
+ * g < DMV_I8_DIGITS of its items t; the other lanes read zeros in dmv_unit_i8). */
 __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g, int t) {
-    return (const uint4 *)sx + (g < 3 ? g : 0) * 4 + t;
+    return (const uint4 *)sx + (g < DMV_I8_DIGITS ? g : 0) * 4 + t;
 }
 
 /* Word i (0..3) of a unit on the integer tensor cores: dd += its 32 4-bit values of rows g and
- * g + 8 (low nibbles, then high) times the digits of the matching items (half i / 2 of b01 /
- * b23, item i % 2). */
+ * g + 8 (low nibbles as q, then high nibbles as 16 q) times the digits of the matching items
+ * (half i / 2 of b01 / b23, item i % 2). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
                                                 const uint4 &b23, int i, int dd[4]) {
@@ -92,7 +98,7 @@ __device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SB
     const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
     const uint4 &b = i < 2 ? b01 : b23;
     const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
-    gcu_imma(dd, wg & M, wh & M, (wg >> 4) & M, (wh >> 4) & M, bl, bh);
+    gcu_imma(dd, wg & M, wh & M, wg & ~M, wh & ~M, bl, bh);
 }
 
 /* One span's per-group factors of a lane on the integer path: ec = E cw (the weight of the lane's
@@ -142,7 +148,7 @@ __device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, S
     dmv_unit_i8_f<PPS, SBF32>(s, b01, b23, dmv_i8_span_factors<PPS>(ep, cw, xvalid), acc);
 }
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
- * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 3; others
+ * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 4; others
  * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1
  * (2^-7 for t = 0, 2^-21 for t = 1, 0 else). */
 template <int PPS, bool SBF32>

@@ -61,7 +61,7 @@
 
 #define SPAN_CHUNK 2 /* units per row block of a chunk: one row block at a pair of spans */
 #define SPAN_SCRATCH_U4 (SPAN_SCRATCH_BYTES / 16) /* a warp's staging scratch: two spans' digits
-                                                 * (2 x 24), (E, sum) of up to 8 groups (4) */
+                                                 * (2 x 32), (E, sum) of up to 8 groups (4) */
 static_assert(SPAN_SCRATCH_U4 == 2 * DMV_I8_SPAN_U4 + 4, "the staging scratch's layout");
 
 /* A block's share and a warp's part of it. Whole row blocks [r0, r0 + nrb): the shares of
@@ -296,9 +296,9 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         dmv_stamp(d, 4);
     }
 
-    /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh: digit column g < 3, its
-     * weight cw of the two sums) */
-    const bool dvalid = g < 3, xvalid = t == 0;
+    /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh: digit column
+     * g < DMV_I8_DIGITS, its weight cw of the two sums) */
+    const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
     const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
     const int lp = dmv_i8_group_lanes(PPS);
     const float *row = rows ? m.row : NULL;

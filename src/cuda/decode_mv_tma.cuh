@@ -256,8 +256,8 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     int rb = u0 / a.nspan, sp = u0 - rb * a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = m.xsum + sp * PPS;
-    /* the integer path: digit column g < 3 (B column g), the lane's weight of its two sums */
-    const bool dvalid = g < 3;
+    /* the integer path: digit column g < DMV_I8_DIGITS (B column g), the lane's weight of its two sums */
+    const bool dvalid = g < DMV_I8_DIGITS;
     const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;

@@ -9,11 +9,12 @@
 
 #include "cuda/gcu.cuh"
 
-#define DMV_I8_SPAN_U4 24 /* 16-byte words of digits per span: 2 halves x 3 digits x 4 t x 16 bytes */
-/* A span's digits are [half 2][digit 3][t 4][16 bytes]: half h holds items i = 2h, 2h + 1 (8
- * bytes each) of lane t, so that the 12 lanes reading one half read 192 contiguous bytes, free of
+#define DMV_I8_DIGITS 4   /* digit columns of B (decode_mv_i8.cuh: the fourth only for the high nibbles) */
+#define DMV_I8_SPAN_U4 32 /* 16-byte words of digits per span: 2 halves x 4 digits x 4 t x 16 bytes */
+/* A span's digits are [half 2][digit 4][t 4][16 bytes]: half h holds items i = 2h, 2h + 1 (8
+ * bytes each) of lane t, so that the 16 lanes reading one half read 256 contiguous bytes, free of
  * bank conflicts ([digit][t][i] put a lane's 32 bytes 32 apart: two passes per load) */
-#define DMV_I8_HALF_U4 12 /* 16-byte words from a half to the next */
+#define DMV_I8_HALF_U4 16 /* 16-byte words from a half to the next */
 #define DMV_I8_DIGIT_U2 8 /* 8-byte words from digit c of an item to digit c + 1 */
 
 /* Item q of the staged row (the 16 bytes of hi and of lo one lane reads): for MLX weights the 8
@@ -42,9 +43,13 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
     return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
-/* The digits of item q (its 8 values v, MLX 4-bit) as the three 8-byte words of the span's
- * layout above (DMV_I8_SPAN_U4 words per span), and its group's
- * (E, sum x). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive,
+/* The digits of item q (its 8 values v, MLX 4-bit) as the four 8-byte words of the span's
+ * layout above (DMV_I8_SPAN_U4 words per span), and its group's (E, sum x). The elements
+ * {0,2,4,6} (the weight word's low nibbles) are y = x / E as three digits, d0 + d1 / 2^7 +
+ * d2 / 2^14 (digit 3 zero); the elements {1,3,5,7} (the high nibbles, which enter the tensor
+ * cores as 16 q, the nibble unshifted: decode_mv_i8.cuh) are y / 16 as four, e0 + e1 / 2^7 +
+ * e2 / 2^14 + e3 / 2^21 with |e0| <= 8, so that 16 q e sums to q y on the same columns, and to
+ * a finer grain than the low nibbles' (2^-17 of E against 2^-15). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive,
  * q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree.
  * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
  * anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the products say so. Digits
@@ -61,7 +66,7 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
  * instructions per round (two rounds for a 6656-wide row) in every block's prologue, and these
  * are 48 of them per item. */
 struct DmvI8Digits {
-    uint2 w[3]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
+    uint2 w[DMV_I8_DIGITS]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
     float2 ex;  /* the group's (E, sum x) */
 };
 __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
@@ -75,22 +80,26 @@ __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
     const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
     const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
     const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f, R128 = 128.0f * R;
-    const float inv128 = inv * 128.0f; /* a power of two: exact */
-    int dg[3][8]; /* the digits in their low bytes (the rest is t's exponent: dmv_pack4 drops it) */
+    int dg[4][8]; /* the digits in their low bytes (the rest is t's exponent: dmv_pack4 drops it) */
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        /* y = v inv is never formed: t0 = fma(v, inv, R), r0 = fma(v, 128 inv, -128 n) */
-        const float t0 = __fmaf_rn(v[k], inv, R), r0 = __fmaf_rn(v[k], inv128, __fmaf_rn(t0, -128.0f, R128));
+        /* y = v inv is never formed: t0 = fma(v, inv, R), r0 = fma(v, 128 inv, -128 n); the high
+         * nibbles' elements (odd k) take inv / 16, a power of two too (inv >= 2^-126, so inv / 16
+         * is at least 2^-130: subnormal, kept, since this code is not compiled to flush them) */
+        const float iv = (k & 1) ? inv * 0.0625f : inv;
+        const float t0 = __fmaf_rn(v[k], iv, R), r0 = __fmaf_rn(v[k], iv * 128.0f, __fmaf_rn(t0, -128.0f, R128));
         const float t1 = r0 + R, r1 = __fmaf_rn(r0, 128.0f, __fmaf_rn(t1, -128.0f, R128)), t2 = r1 + R;
         dg[0][k] = __float_as_int(t0);
         dg[1][k] = __float_as_int(t1);
         dg[2][k] = __float_as_int(t2);
+        if (k & 1) dg[3][k] = __float_as_int(__fmaf_rn(r1, 128.0f, __fmaf_rn(t2, -128.0f, R128)) + R);
     }
     DmvI8Digits o;
 #pragma unroll
     for (int c = 0; c < 3; c++)
         o.w[c] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
                             dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
+    o.w[3] = make_uint2(0u, dmv_pack4(dg[3][1], dg[3][3], dg[3][5], dg[3][7]));
     o.ex = make_float2(E, sum);
     return o;
 }
@@ -111,7 +120,7 @@ __device__ __forceinline__ void dmv_i8_put(const DmvI8Digits &o, int q, bool val
     if (!valid) return;
     uint2 *dst = (uint2 *)dig + dmv_i8_word(q);
 #pragma unroll
-    for (int c = 0; c < 3; c++) dst[c * DMV_I8_DIGIT_U2] = o.w[c];
+    for (int c = 0; c < DMV_I8_DIGITS; c++) dst[c * DMV_I8_DIGIT_U2] = o.w[c];
     if ((lane & (lp - 1)) == 0) ex[dmv_i8_group(q, lp)] = o.ex;
 }
 /* Item q's values v made into digits and written as dmv_i8_put writes them; lanes with valid ==
@@ -131,7 +140,7 @@ __device__ __forceinline__ void dmv_i8_item_cluster(const float *v, int q, bool 
     const bool head = (lane & (lp - 1)) == 0;
     for (int r = 0; r < ncta; r++) {
 #pragma unroll
-        for (int c = 0; c < 3; c++) gcu_st_cluster(gcu_cluster_map(dst + 8u * DMV_I8_DIGIT_U2 * c, (unsigned)r), o.w[c]);
+        for (int c = 0; c < DMV_I8_DIGITS; c++) gcu_st_cluster(gcu_cluster_map(dst + 8u * DMV_I8_DIGIT_U2 * c, (unsigned)r), o.w[c]);
         if (head) gcu_st_cluster(gcu_cluster_map(ed, (unsigned)r), make_uint2(__float_as_uint(o.ex.x), __float_as_uint(o.ex.y)));
     }
 }

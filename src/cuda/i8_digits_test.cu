@@ -1,6 +1,6 @@
 /* i8_digits_test.cu: the test wrapper of the integer path's digits (i8_digits.cuh): a kernel
  * that runs dmv_i8_digits on given items, as a prologue's staging does (one item per lane, the
- * items of a group on consecutive lanes), and hands back each item's three digit words and its
+ * items of a group on consecutive lanes), and hands back each item's four digit words and its
  * group's (E, sum x), for the tests to hold against the decomposition's definition byte for
  * byte. */
 #include "cuda/i8_digits.cuh"
@@ -14,7 +14,7 @@ __global__ void k_test_i8_digits(const float *v, int lp, uint2 *words, float2 *e
     for (int k = 0; k < 8; k++) x[k] = v[(size_t)q * 8 + k];
     const DmvI8Digits o = dmv_i8_digits(x, lp);
 #pragma unroll
-    for (int c = 0; c < 3; c++) words[(size_t)q * 3 + c] = o.w[c];
+    for (int c = 0; c < DMV_I8_DIGITS; c++) words[(size_t)q * DMV_I8_DIGITS + c] = o.w[c];
     ex[q] = o.ex;
 }
 
@@ -29,12 +29,12 @@ extern "C" glim_status gcu_test_i8_digits(const float *v, int nitems, int lp, ui
     float2 *de = NULL;
     glim_status s;
     if (!(s = gcu_check(cudaMalloc((void **)&dv, sizeof(float) * 8 * (size_t)nitems), "alloc", err)) &&
-        !(s = gcu_check(cudaMalloc((void **)&dw, sizeof(uint2) * 3 * (size_t)nitems), "alloc", err)) &&
+        !(s = gcu_check(cudaMalloc((void **)&dw, sizeof(uint2) * DMV_I8_DIGITS * (size_t)nitems), "alloc", err)) &&
         !(s = gcu_check(cudaMalloc((void **)&de, sizeof(float2) * (size_t)nitems), "alloc", err)) &&
         !(s = gcu_check(cudaMemcpy(dv, v, sizeof(float) * 8 * (size_t)nitems, cudaMemcpyHostToDevice), "copy", err))) {
         k_test_i8_digits<<<nitems / 32, 32>>>(dv, lp, dw, de);
         if (!(s = gcu_check(cudaGetLastError(), "digits test launch", err)) &&
-            !(s = gcu_check(cudaMemcpy(words, dw, sizeof(uint2) * 3 * (size_t)nitems, cudaMemcpyDeviceToHost), "copy",
+            !(s = gcu_check(cudaMemcpy(words, dw, sizeof(uint2) * DMV_I8_DIGITS * (size_t)nitems, cudaMemcpyDeviceToHost), "copy",
                             err)))
             s = gcu_check(cudaMemcpy(ex, de, sizeof(float2) * (size_t)nitems, cudaMemcpyDeviceToHost), "copy", err);
     }

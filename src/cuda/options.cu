@@ -109,12 +109,20 @@ extern "C" gcu_options gcu_options_default(void) {
     /* session 34: every product on the one-row LATE instance, not qkvg and down on the two-row
      * one (TWO 9, LATE 6): one instance a layer, its code warm at every product; +0.3 to +1.0 %
      * at ctx 0 in all six H100 calls that ran both (RESULTS v36) */
-    o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 0);
+    /* session 44 (H100, same machine, 7 alternating rounds over two calls, RESULTS v47): with the
+     * row at offset 0 and two row blocks a chunk for qkvg, gate/up and down, +0.4 / +1.0 / +1.1 %
+     * at ctx 0 / 4k / 32k (at 4k and 32k ahead in every round), +3.0 % without weight bytes, the
+     * regime of an H200's compute-bound loops; the same bits (span_chunk_bits). The default since
+     * session 46, after the GPU tests and 4 more rounds on an H100 (+0.3 / +0.7 / +0.6 %, +2.2 %
+     * without weight bytes, RESULTS v49) */
+    o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 13);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
-    o.span_row0 = env_int("GLIM_CUDA_SPAN_ROW0", 0);
+    o.span_row0 = env_int("GLIM_CUDA_SPAN_ROW0", 1);
     /* session 40 (H100, 3 rounds, RESULTS v42): 175.8 against 176.3 tok/s with the weight bytes,
      * 235.9 against 229.4 without them (+2.8 %: down's loop 17.5 -> 16.7 us, gate/up's 26.5 ->
-     * 25.4), the regime of an H200's compute-bound loops; off until measured there */
+     * 25.4), the regime of an H200's compute-bound loops; off until measured there. Session 46
+     * (H100, 3 rounds, with ROW0 + TWO=13 and the unshifted nibbles): -2.5 % with the weight
+     * bytes and -1.7 % without them (RESULTS v49) */
     o.span_ahead = env_int("GLIM_CUDA_SPAN_AHEAD", 0);
     /* H100, alternating processes: 2 against 0 +2.0 / +1.8 / +1.7 %, 3 against 2 +0.5-1.1 %
      * (RESULTS v36); 4 against 3 +0.7 / +0.6 / +0.5 %, ahead in every round (v37) */
