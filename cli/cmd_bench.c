@@ -384,7 +384,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "qkvg's blocks prefetch every 16th of its row blocks before their wait, during down's loop (GLIM_CUDA_L2PF_QKVG_SELF=16)", v[nv].o = base, v[nv++].o.l2pf_qkvg_self = 16;
     v[nv].name = "gate/up's ring 3 slots a warp, not 2 (GLIM_CUDA_TMA_SLOTS_GU=3)", v[nv].o = base, v[nv++].o.tma_slots_gu = 3;
     v[nv].name = "qkvg prefetches every 8th gate/up row block into L2 at its end (GLIM_CUDA_L2PF_GU=8: attention's wait then waits for it)", v[nv].o = base, v[nv++].o.l2pf_gu = 8;
-    v[nv].name = "the span kernel's row after the staging area, one row block a chunk (GLIM_CUDA_SPAN_ROW0=0 GLIM_CUDA_SPAN_TWO=0: the default until session 44)", v[nv].o = base, v[nv].o.span_row0 = 0, v[nv++].o.span_two = 0;
+    v[nv].name = "the span kernel's row after the staging area, one row block a chunk (GLIM_CUDA_SPAN_ROW0=0 GLIM_CUDA_SPAN_TWO=0: the default until session 45)", v[nv].o = base, v[nv].o.span_row0 = 0, v[nv++].o.span_two = 0;
     v[nv].name = "each pair of spans' digits made during the previous pair's last chunk (GLIM_CUDA_SPAN_AHEAD=15)", v[nv].o = base, v[nv++].o.span_ahead = 15;
     v[nv].name = "attention's tiles by fp32 dot products, not the tensor cores (GLIM_CUDA_ATT_MMA=0, session 9's default)", v[nv].o = base, v[nv++].o.att_mma = 0;
     v[nv].name = "k_dmv_tma (GLIM_CUDA_SPAN=0): down on stream-K, the others with whole row blocks (GLIM_CUDA_BLOCK_ROWS=23)", v[nv].o = base, v[nv].o.span = 0, v[nv++].o.block_rows = 23;
