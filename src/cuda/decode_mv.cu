@@ -102,7 +102,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvS
     const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
-    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    const float cw = dmv_i8_lane_weight(t);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true, trig = false;
     for (int base = u0; base < u1; base += RING) {

@@ -95,7 +95,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
     const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
     const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
     const float2 *e0 = (const float2 *)m.isum;
-    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    const float cw = dmv_i8_lane_weight(t);
     /* the compute side: chunk ck of id cc, unit ci of the share */
     int ck = 0, cc = blockIdx.x, ci = 0, pend = -1;
     int sp = (cc % kp) * n + off;

@@ -88,6 +88,13 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
     return (const uint4 *)sx + (g < DMV_I8_DIGITS ? g : 0) * 4 + t;
 }
 
+/* Lane (g, t)'s weight of its two digit sums, 128 D_2t + D_2t+1: 2^-7 for t = 0 (digits 0 and
+ * 1), 2^-21 for t = 1 (digits 2 and 3), 0 for the lanes whose columns hold no digits. One
+ * definition for every loop on the integer path, since it follows the digits' base. */
+__device__ __forceinline__ float dmv_i8_lane_weight(int t) {
+    return t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+}
+
 /* Word i (0..3) of a unit on the integer tensor cores: dd += its 32 4-bit values of rows g and
  * g + 8 (low nibbles as q, then high nibbles as 16 q) times the digits of the matching items
  * (half i / 2 of b01 / b23, item i % 2). */
@@ -148,9 +155,9 @@ __device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, S
     dmv_unit_i8_f<PPS, SBF32>(s, b01, b23, dmv_i8_span_factors<PPS>(ep, cw, xvalid), acc);
 }
 /* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
- * dp: the lane's two 16-byte words of digits for the span, one per half (column g < 4; others
- * zero), ep: the span's (E, sum x) per group, cw: the lane's weight of 128 D_2t + D_2t+1
- * (2^-7 for t = 0, 2^-21 for t = 1, 0 else). */
+ * dp: the lane's two 16-byte words of digits for the span, one per half (column g < DMV_I8_DIGITS;
+ * others zero), ep: the span's (E, sum x) per group, cw: the lane's weight of its sums
+ * (dmv_i8_lane_weight). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
                                             const float2 *ep, float cw, bool xvalid, float *acc) {

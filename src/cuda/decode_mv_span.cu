@@ -299,7 +299,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh: digit column
      * g < DMV_I8_DIGITS, its weight cw of the two sums) */
     const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
-    const float cw = t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    const float cw = dmv_i8_lane_weight(t);
     const int lp = dmv_i8_group_lanes(PPS);
     const float *row = rows ? m.row : NULL;
     /* the row blocks' sums: RB > 0 in registers (the loop over row blocks unrolled), RB == 0 in

@@ -49,8 +49,9 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
  * d2 / 2^14 (digit 3 zero); the elements {1,3,5,7} (the high nibbles, which enter the tensor
  * cores as 16 q, the nibble unshifted: decode_mv_i8.cuh) are y / 16 as four, e0 + e1 / 2^7 +
  * e2 / 2^14 + e3 / 2^21 with |e0| <= 8, so that 16 q e sums to q y on the same columns, and to
- * a finer grain than the low nibbles' (2^-17 of E against 2^-15). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive,
- * q % lp == lane % lp) share its maximum and sum by shuffles, in a fixed tree.
+ * a finer grain than the low nibbles' (2^-17 of E against 2^-15). The whole warp calls it: the
+ * lp = 16 / pps lanes of a group (consecutive, q % lp == lane % lp) share its maximum and sum
+ * by shuffles, in a fixed tree.
  * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
  * anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the products say so. Digits
  * by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. t = y + R rounds y to the integer n
@@ -64,7 +65,8 @@ __device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
  * values (ties, tiny and random bit patterns, E from 2^-100 to 2^126), and test_cuda_kernels'
  * i8_digits_bytes holds the GPU's against the definition: the staging runs 512 threads x ~200
  * instructions per round (two rounds for a 6656-wide row) in every block's prologue, and these
- * are 48 of them per item. */
+ * were 48 of them per item before session 46's fourth digit of the high elements (3 more fmas
+ * and an add each). */
 struct DmvI8Digits {
     uint2 w[DMV_I8_DIGITS]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
     float2 ex;  /* the group's (E, sum x) */
