@@ -519,13 +519,15 @@ static void check_swiglu_down(int64_t N, int64_t K, int64_t R, int group, int pr
 }
 
 /* The integer path's digits of one group of lp items (8 values each), from their definition
- * (decode_mv_i8.cuh): E = 2^e, the power of two just above max|x| / 127 (e at least -100, at most
- * 126; NaN for an infinite x); an item's elements 0, 2, 4, 6 (the low nibbles) y = x / E, d0 = y
- * rounded to the nearest integer (ties to even), d1 = 128 (y - d0) rounded, d2 = 128 (128 (y -
- * d0) - d1) rounded, d3 = 0; its elements 1, 3, 5, 7 (the high nibbles, which enter the tensor
- * cores as 16 q) the same of y = x / (16 E), with a fourth digit d3 = 128 (... - d2) rounded;
- * the group's sum of x in the staging's order (each item's 8 values in turn, then a butterfly
- * over the items). */
+ * (i8_digits.cuh): E = 2^e, the power of two just above max|x| / 119 (e at least -100, at most
+ * 126; NaN for an infinite x); per byte j of the weight word, its low element x0 (element 2j)
+ * as Zl = x0 2^24 / E rounded to the nearest integer (ties to even), its high one x1 (element
+ * 2j + 1) as Zh = x1 2^24 / (16 E) rounded the same; the low rows' digits those of Zl, the high
+ * rows' those of Zz = Zh - Zl, each Z as d0 2^24 + d1 2^16 + d2 2^8 + d3 with d1..d3 in
+ * [-128, 127] (balanced base 256) and d0 the rest; the group's sum of x in the staging's order
+ * (each item's 8 values in turn, then a butterfly over the items). Computed here in double and
+ * by division, not by the GPU's bytes, so that a slip in either shows. */
+static int ref_digit_range; /* top digits outside [-127, 127] seen by ref_i8_digits */
 static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
     float mx = 0.0f, s[16];
     for (int i = 0; i < lp; i++) {
@@ -537,22 +539,28 @@ static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
         for (int i = 0; i < lp; i++) t[i] = s[i] + s[i ^ o];
         memcpy(s, t, sizeof(float) * lp);
     }
-    const float m127 = mx * (1.0f / 127.0f);
+    const float m119 = mx * (1.0f / 119.0f);
     uint32_t mb;
-    memcpy(&mb, &m127, 4);
+    memcpy(&mb, &m119, 4);
     int be = (int)((mb >> 23) & 255u);
     be = be < 26 ? 26 : be > 252 ? 252 : be;
-    const float E = isfinite(mx) ? ldexpf(1.0f, be + 1 - 127) : NAN, inv = ldexpf(1.0f, 126 - be);
+    const float E = isfinite(mx) ? ldexpf(1.0f, be + 1 - 127) : NAN;
+    const double s24 = ldexp(1.0, 150 - be); /* 2^24 / E */
     for (int i = 0; i < lp; i++) {
         uint8_t d[4][8];
-        for (int k = 0; k < 8; k++) {
-            const int hi = k & 1;
-            /* (double: y and its remainders are exact, as the GPU's fused steps make them) */
-            double y = (double)v[8 * i + k] * (hi ? ldexp(inv, -4) : inv);
-            for (int c = 0; c < 4; c++) {
-                const double n = c < 3 || hi ? nearbyint(y) : 0.0;
-                d[c][k] = (uint8_t)(int8_t)n;
-                y = (y - n) * 128.0;
+        for (int j = 0; j < 4; j++) {
+            const double zl = nearbyint((double)v[8 * i + 2 * j] * s24);
+            const double zh = nearbyint((double)v[8 * i + 2 * j + 1] * s24 / 16.0);
+            const double z[2] = {zl, zh - zl};
+            for (int h = 0; h < 2; h++) {
+                double r = z[h];
+                for (int c = 3; c >= 1; c--) { /* balanced base-256 digits, the lowest first */
+                    const double dc = r - 256.0 * floor((r + 128.0) / 256.0);
+                    d[c][2 * j + h] = (uint8_t)(int8_t)dc;
+                    r = (r - dc) / 256.0;
+                }
+                if (isfinite(mx) && fabs(r) > 127.0) ref_digit_range++;
+                d[0][2 * j + h] = (uint8_t)(int8_t)r;
             }
         }
         for (int c = 0; c < 4; c++)
@@ -564,28 +572,30 @@ static void ref_i8_digits(const float *v, int lp, uint32_t *words, float *ex) {
 }
 
 /* dmv_i8_digits (every decode prologue's staging and gate/up's fused one) against the
- * definition, byte for byte: random groups over 200 binades, groups whose y and 128 (y - d0)
- * fall on ties, for y = x / E and y = x / (16 E) (max about 100 2^k, so E = 2^k), groups with
- * zero items, groups below the 2^-100 floor of E, and one with an infinite value (E must be
- * NaN; its digits say nothing). */
+ * definition, byte for byte: random groups over 100 binades with the low elements negative and
+ * the high ones positive (Zh - Zl near its largest, the top digit's range), groups whose Zl and
+ * Zh fall on ties (max 100 2^k, so E = 2^k: x0 = (n + 1/2) 2^(k-24), x1 = (n + 1/2) 2^(k-20)),
+ * groups with zero items, groups below the 2^-100 floor of E, and one with an infinite value
+ * (E must be NaN; its digits say nothing). The definition's top digits must stay within
+ * [-127, 127] (ref_digit_range counts those that do not). */
 static void i8_digits_bytes(void) {
     NEED_GPU();
     const int lps[3] = {4, 8, 16}, n = 2048;
     float *v = malloc(sizeof(float) * 8 * n), ex[2 * 16], *gex = malloc(sizeof(float) * 2 * n);
     uint32_t *gw = malloc(sizeof(uint32_t) * 8 * n), rw[8 * 16];
+    ref_digit_range = 0;
     for (int li = 0; li < 3; li++) {
         const int lp = lps[li], ng = n / lp;
         for (int gi = 0; gi < ng; gi++) {
             float *g = v + (size_t)gi * lp * 8;
             const int kind = gi % 5, k = (int)(urand() * 100.0f);
             for (int j = 0; j < lp * 8; j++) {
-                if (kind == 0) g[j] = ldexpf(urand() * 127.0f, k);
-                else if (kind == 1) { /* ties: y = m + 1/2, or 128 (y - d0) = m + 1/2, and for the high
-                                       * nibbles' elements (odd j) the same of y / 16 */
-                    const float m = (float)(int)(urand() * 90.0f), a = (float)(int)(urand() * 7.0f);
-                    const float r = (float)(int)(urand() * 60.0f);
-                    g[j] = ldexpf(j % 4 == 0 ? m + 0.5f : j % 4 == 2 ? m + r / 128.0f + 1.0f / 256.0f
-                                  : j % 4 == 1 ? 16.0f * a + 8.0f : 16.0f * a + (r + 0.5f) / 8.0f, k);
+                if (kind == 0) g[j] = ldexpf((j & 1 ? 1.0f : -1.0f) * (0.5f + 0.5f * urand()) * 127.0f, k);
+                else if (kind == 1) { /* ties (n + 1/2 exact in fp32 for n < 2^22), and values
+                                       * near the top of the range between them */
+                    const float t = (float)(int)(urand() * 4194304.0f) + 0.5f;
+                    g[j] = j % 4 == 0 ? ldexpf(-t, k - 24) : j % 4 == 1 ? ldexpf(t, k - 20)
+                           : ldexpf((j & 1 ? 1.0f : -1.0f) * urand() * 99.0f, k);
                 }
                 else if (kind == 2) g[j] = j / 8 % 3 == 1 ? 0.0f : urand() * 3.0f;
                 else if (kind == 3) g[j] = ldexpf(urand(), -110 - (gi % 20));
@@ -620,6 +630,7 @@ static void i8_digits_bytes(void) {
         CHECK(bad == 0, "digits, groups of %d items: %d items differ from the definition", lp, bad);
         CHECK(nan_seen == lp, "digits, groups of %d: the infinite group was not among them (%d)", lp, nan_seen);
     }
+    CHECK(ref_digit_range == 0, "digits: %d top digits of the definition outside [-127, 127]", ref_digit_range);
     free(v), free(gex), free(gw);
 }
 

@@ -206,7 +206,7 @@ static const void *dmv_pick(int kind, int pps, int sbf32, int ring, int i8 = 0) 
                      : ring == 3 ? dmv_pick_r<3, false>(kind, pps, sbf32) : dmv_pick_r<4, false>(kind, pps, sbf32);
 }
 /* Whether a call takes the integer path: asked for, MLX 4-bit, and groups of at most 64 (the
- * d0/d1 sums combined as 128 D0 + D1 stay exact in fp32 up to 64). */
+ * digit sums combined as 256 D0 + D1 stay within int32 up to 64: decode_mv_i8.cuh). */
 static int dmv_i8(const gcu_dmv_call *c) {
     return c->i8 && c->m->f.kind == GCU_KIND_Q && c->m->f.bits == 4 && c->m->f.gn <= 64;
 }

@@ -127,7 +127,7 @@ __device__ __forceinline__ void dmv_block_end(const DmvArgs &d, const unsigned l
 
 /* The type of the prologue's sums of squares (per thread, then over the block). float since
  * session 14: double cost a conversion per element (F2F.F64, a slow pipe), twice per RESID
- * prologue; the sums' relative error stays ~1e-7, under the digits' 2^-21. Every prologue (the
+ * prologue; the sums' relative error stays ~1e-7, the order of the digits' own. Every prologue (the
  * matvecs', k_dmv_resid's) sums in this type in the same order, so their bits agree. */
 typedef float DmvSum;
 

@@ -5,21 +5,21 @@
 #define GLIM_CUDA_DECODE_MV_I8_CUH
 
 /* ---- the integer path (MLX 4-bit) ---------------------------------------------------------
- * The 4-bit values enter the integer tensor cores as unsigned bytes, two masks per 8 values (a
- * word's low nibbles as q, its high nibbles in place as 16 q: no shift) against two
- * instructions per pair for bf16, and x as signed bytes: per group of the weights, x = E (d0 +
- * d1/2^7 + d2/2^14) with E a power of two such that |x| / E <= 127, so d0 in [-127, 127] and
- * d1, d2 in [-64, 64]; the high nibbles' elements carry x / 16 in four digits instead (e0 in
- * [-8, 8]; i8_digits.cuh), so that 16 q times them is q x. The digits are four columns of B
- * (the fourth zero in the low nibbles' rows); each m16n8k32 sums 32 products exactly in 32
- * bits, and per group lane t = 0 holds the digit 0 and 1 sums (combined as 128 D0 + D1, exact
- * in fp32 for groups up to 64: |D0| <= 32 (15 127 + 240 8), |D1| <= 32 (15 + 240) 64), lane
- * t = 1 the digit 2 and 3 sums (128 D2 + D3 up to 2^26, rounded to fp32: 2^-20 E, far below
- * the digits' own grain). A digit decomposition is exact but for the last rounding: each x
- * within E 2^-15, i.e. 2^-21 of the group's largest |x| (bf16 hi + lo: 2^-16 of each x). No
- * offset on the weights, so the bias term is bias * sum(x) with the plain sum. Until session
- * 45 the high nibbles were shifted down (a shift and a mask each, 8 instructions more per
- * unit) and every element had three digits.
+ * The 4-bit values enter the integer tensor cores as unsigned bytes, one mask per 8 values: a
+ * weight word whole for the rows of its low nibbles (each byte ql + 16 qh) and its high nibbles
+ * in place as 16 qh (w & 0xF0F0F0F0), against two instructions per pair for bf16; x as signed
+ * bytes, the digits of i8_digits.cuh: per group of the weights E a power of two, per low
+ * element Zl = rint(x 2^24 / E), per high one Zh = rint(x 2^24 / (16 E)), the low rows' B the
+ * base-256 digits of Zl and the high rows' those of Zh - Zl, so that the whole byte's extra
+ * 16 qh Zl cancels inside the integer sums. The digits are four columns of B (column c weighs
+ * 2^(-8 c)); each m16n8k32 sums 32 products exactly in 32 bits, and per group lane t = 0 holds
+ * the digit 0 and 1 sums (combined as 256 D0 + D1 in int32: |D| <= 2 32 255 128 for groups of
+ * 64, so 256 D0 + D1 < 2^30), lane t = 1 the digit 2 and 3 sums (256 D2 + D3, weight 2^-24);
+ * each converts to fp32 once (the one rounding of the combination: 2^-24 of it). Each x is
+ * within 2^-25 E (the high ones' 2^-21 E) of its digits. No offset on the weights, so the bias
+ * term is bias * sum(x) with the plain sum. Until session 45 the high nibbles were shifted down
+ * and masked and the low ones masked (24 instructions a unit to widen, now 8), the digits base
+ * 2^7 by a floating-point rounding trick; session 46 took the shift, then the low mask.
  *
  * Shared memory: digits at m.sx, [span][half 2][digit 4][t 4][i 2][8 bytes] (i8_digits.cuh):
  * the 8 bytes of (i, t) are the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then
@@ -88,15 +88,15 @@ __device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g
     return (const uint4 *)sx + (g < DMV_I8_DIGITS ? g : 0) * 4 + t;
 }
 
-/* Lane (g, t)'s weight of its two digit sums, 128 D_2t + D_2t+1: 2^-7 for t = 0 (digits 0 and
- * 1), 2^-21 for t = 1 (digits 2 and 3), 0 for the lanes whose columns hold no digits. One
+/* Lane (g, t)'s weight of its two digit sums, 256 D_2t + D_2t+1: 2^-8 for t = 0 (digits 0 and
+ * 1), 2^-24 for t = 1 (digits 2 and 3), 0 for the lanes whose columns hold no digits. One
  * definition for every loop on the integer path, since it follows the digits' base. */
 __device__ __forceinline__ float dmv_i8_lane_weight(int t) {
-    return t == 0 ? 1.0f / 128.0f : t == 1 ? 1.0f / 2097152.0f : 0.0f;
+    return t == 0 ? 1.0f / 256.0f : t == 1 ? 1.0f / 16777216.0f : 0.0f;
 }
 
 /* Word i (0..3) of a unit on the integer tensor cores: dd += its 32 4-bit values of rows g and
- * g + 8 (low nibbles as q, then high nibbles as 16 q) times the digits of the matching items
+ * g + 8 (the whole bytes, then the high nibbles as 16 q) times the digits of the matching items
  * (half i / 2 of b01 / b23, item i % 2). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
@@ -105,11 +105,11 @@ __device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SB
     const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
     const uint4 &b = i < 2 ? b01 : b23;
     const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
-    gcu_imma(dd, wg & M, wh & M, wg & ~M, wh & ~M, bl, bh);
+    gcu_imma(dd, wg, wh, wg & ~M, wh & ~M, bl, bh);
 }
 
 /* One span's per-group factors of a lane on the integer path: ec = E cw (the weight of the lane's
- * 128 D0 + D1 or D2 sum) and X = sum x (the bias term's factor; 0 but on the lanes t = 0). Loop
+ * 256 D0 + D1 or 256 D2 + D3 sum) and X = sum x (the bias term's factor; 0 but on the lanes t = 0). Loop
  * invariant across the row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them
  * in registers for all of a warp's units of the span instead of reading ep again per unit (the
  * mbarrier waits and the warp syncs between units keep the compiler from hoisting those loads). */
@@ -141,8 +141,8 @@ __device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF3
         for (int ii = 0; ii < 4 / PPS; ii++) dmv_i8_word_mma(s, b01, b23, pc * (4 / PPS) + ii, dd);
         float sg, bg, sh, bh;
         mv_scales(s, pc, &sg, &bg, &sh, &bh);
-        acc[0] = fmaf(sg * f.ec[pc], (float)(dd[0] * 128 + dd[1]), fmaf(bg, f.X[pc], acc[0]));
-        acc[1] = fmaf(sh * f.ec[pc], (float)(dd[2] * 128 + dd[3]), fmaf(bh, f.X[pc], acc[1]));
+        acc[0] = fmaf(sg * f.ec[pc], (float)(dd[0] * 256 + dd[1]), fmaf(bg, f.X[pc], acc[0]));
+        acc[1] = fmaf(sh * f.ec[pc], (float)(dd[2] * 256 + dd[3]), fmaf(bh, f.X[pc], acc[1]));
     }
 }
 

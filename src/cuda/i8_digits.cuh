@@ -9,7 +9,7 @@
 
 #include "cuda/gcu.cuh"
 
-#define DMV_I8_DIGITS 4   /* digit columns of B (decode_mv_i8.cuh: the fourth only for the high nibbles) */
+#define DMV_I8_DIGITS 4   /* digit columns of B (decode_mv_i8.cuh) */
 #define DMV_I8_SPAN_U4 32 /* 16-byte words of digits per span: 2 halves x 4 digits x 4 t x 16 bytes */
 /* A span's digits are [half 2][digit 4][t 4][16 bytes]: half h holds items i = 2h, 2h + 1 (8
  * bytes each) of lane t, so that the 16 lanes reading one half read 256 contiguous bytes, free of
@@ -38,39 +38,35 @@ __device__ __forceinline__ int dmv_item(const gcu_xfmt &f, int q, int *ow) {
 __device__ __forceinline__ int dmv_i8_group_lanes(int pps) { return 16 >> (__ffs(pps) - 1); }
 __device__ __forceinline__ int dmv_i8_group(int q, int lp) { return q >> (__ffs(lp) - 1); }
 
-/* The low bytes of four ints as one word (two byte permutes and a third to join them). */
-__device__ __forceinline__ uint32_t dmv_pack4(int a, int b, int c, int d) {
-    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
-}
-
 /* The digits of item q (its 8 values v, MLX 4-bit) as the four 8-byte words of the span's
- * layout above (DMV_I8_SPAN_U4 words per span), and its group's (E, sum x). The elements
- * {0,2,4,6} (the weight word's low nibbles) are y = x / E as three digits, d0 + d1 / 2^7 +
- * d2 / 2^14 (digit 3 zero); the elements {1,3,5,7} (the high nibbles, which enter the tensor
- * cores as 16 q, the nibble unshifted: decode_mv_i8.cuh) are y / 16 as four, e0 + e1 / 2^7 +
- * e2 / 2^14 + e3 / 2^21 with |e0| <= 8, so that 16 q e sums to q y on the same columns, and to
- * a finer grain than the low nibbles' (2^-17 of E against 2^-15). The whole warp calls it: the
- * lp = 16 / pps lanes of a group (consecutive, q % lp == lane % lp) share its maximum and sum
- * by shuffles, in a fixed tree.
- * E = 2^e >= max / 127 from the exponent bits (at least 2^-100: smaller groups are zero to fp32
- * anyway; at most 2^126); a NaN or infinite x makes E NaN, so that the products say so. Digits
- * by the 1.5 * 2^23 rounding trick: exact for |y| < 2^22. t = y + R rounds y to the integer n
- * with t's bits 0x4B400000 + n, so n's byte is t's low byte (0x4B400000's is zero: no
- * subtraction before dmv_pack4 keeps the low bytes); the remainder 128 (y - n) is one fma of y
- * with -128 n = fma(t, -128, 128 R), both exact (|n| <= 127, and y - n is a multiple of y's
- * ulp no larger than 1/2), so it equals (y - (t - R)) * 128 bit for bit in one op fewer; and
- * y = x / E itself is folded into the first two fmas (x times the powers of two 1/E and 128/E),
- * which changes a remainder only where x / E underflows (|y| < 2^-126: every digit 0 either
- * way). Session 16 checked on the CPU that the digit bytes equal the old formula's for 26.5 M
- * values (ties, tiny and random bit patterns, E from 2^-100 to 2^126), and test_cuda_kernels'
- * i8_digits_bytes holds the GPU's against the definition: the staging runs 512 threads x ~200
- * instructions per round (two rounds for a 6656-wide row) in every block's prologue, and these
- * were 48 of them per item before session 46's fourth digit of the high elements (3 more fmas
- * and an add each). */
+ * layout above (DMV_I8_SPAN_U4 words per span), and its group's (E, sum x). The weight word
+ * enters the tensor cores whole for the low nibbles' rows (each byte b = ql + 16 qh: no mask)
+ * and as 16 qh for the high ones (w & 0xF0F0F0F0; decode_mv_i8.cuh), so the high rows' B takes
+ * back the 16 qh x_lo the whole byte adds: with Zl = rint(x_lo 2^24 / E) for the low element of
+ * a byte (elements {0,2,4,6}) and Zh = rint(x_hi 2^24 / (16 E)) for its high one ({1,3,5,7}),
+ * the low rows carry the digits of Zl and the high rows those of Zz = Zh - Zl, so that
+ * b Zl + 16 qh Zz = ql Zl + 16 qh Zh exactly, in the tensor cores' integer sums. A digit
+ * column c weighs 2^(-8 c) (x / E = d0 + d1 / 2^8 + d2 / 2^16 + d3 / 2^24), and a value's digits
+ * are its bytes: with Y = Z + 0x808080, d0 = Y's top byte (signed) and d1..d3 its bytes 2..0
+ * less 128 (the byte xor 0x80), since Y = d0 2^24 + sum (u_i) 2^(8 i) with each u_i in [0, 255].
+ * E = 2^e > max / 119 (from the exponent bits; at least 2^-100: smaller groups are zero to fp32
+ * anyway; at most 2^126), so that |Zz| <= (119 + 119 / 16) 2^24 keeps d0 within [-127, 127]
+ * and every Y within int32. x 2^24 / E is exact (powers of two), and its rounding to an
+ * integer (cvt.rni: ties to even) is the one rounding: each x within 2^-25 E, the high ones'
+ * within 2^-21 E. A NaN or infinite x makes E NaN, so that the products say so (its digits say
+ * nothing). The whole warp calls it: the lp = 16 / pps lanes of a group (consecutive, q % lp ==
+ * lane % lp) share its maximum and sum by shuffles, in a fixed tree. Until session 46 the
+ * digits were base 2^7 by a floating-point rounding trick, the low nibbles masked (two
+ * instructions more per word: 8 per unit) and the high ones' elements' x / 16 digit by digit. */
 struct DmvI8Digits {
-    uint2 w[DMV_I8_DIGITS]; /* digit c of the item's elements {0,2,4,6} (x) and {1,3,5,7} (y) */
+    uint2 w[DMV_I8_DIGITS]; /* digit c of the item's Zl {0,2,4,6} (x) and Zz {1,3,5,7} (y) */
     float2 ex;  /* the group's (E, sum x) */
 };
+/* byte b (0..3) of each of four words, as one word */
+__device__ __forceinline__ uint32_t dmv_byte4(uint32_t a, uint32_t b, uint32_t c, uint32_t d, unsigned byte) {
+    const unsigned s = byte | (byte + 4) << 4; /* a's byte, then b's */
+    return __byte_perm(__byte_perm(a, b, s), __byte_perm(c, d, s), 0x5410);
+}
 __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
     float mx = 0.0f, sum = 0.0f;
 #pragma unroll
@@ -79,29 +75,26 @@ __device__ __forceinline__ DmvI8Digits dmv_i8_digits(const float *v, int lp) {
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         sum += __shfl_xor_sync(0xffffffffu, sum, o);
     }
-    const int be = min(max((int)((__float_as_uint(mx * (1.0f / 127.0f)) >> 23) & 255u), 26), 252);
+    const int be = min(max((int)((__float_as_uint(mx * (1.0f / 119.0f)) >> 23) & 255u), 26), 252);
     const float E = isfinite(mx) ? __uint_as_float((uint32_t)(be + 1) << 23) : __int_as_float(0x7fc00000);
-    const float inv = __uint_as_float((uint32_t)(253 - be) << 23), R = 12582912.0f, R128 = 128.0f * R;
-    int dg[4][8]; /* the digits in their low bytes (the rest is t's exponent: dmv_pack4 drops it) */
+    /* 2^24 / E and 2^20 / E: exponent fields 277 - be and 273 - be, within [21, 251] */
+    const float s24 = __uint_as_float((uint32_t)(277 - be) << 23), s20 = __uint_as_float((uint32_t)(273 - be) << 23);
+    /* Zl + 0x808080 at even k, Zh - Zl + 0x808080 at odd k (unsigned: a NaN group's
+     * conversions may be anything, and must not overflow a signed sum) */
+    uint32_t Y[8];
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        /* y = v inv is never formed: t0 = fma(v, inv, R), r0 = fma(v, 128 inv, -128 n); the high
-         * nibbles' elements (odd k) take inv / 16, a power of two too (inv >= 2^-126, so inv / 16
-         * is at least 2^-130: subnormal, kept, since this code is not compiled to flush them) */
-        const float iv = (k & 1) ? inv * 0.0625f : inv;
-        const float t0 = __fmaf_rn(v[k], iv, R), r0 = __fmaf_rn(v[k], iv * 128.0f, __fmaf_rn(t0, -128.0f, R128));
-        const float t1 = r0 + R, r1 = __fmaf_rn(r0, 128.0f, __fmaf_rn(t1, -128.0f, R128)), t2 = r1 + R;
-        dg[0][k] = __float_as_int(t0);
-        dg[1][k] = __float_as_int(t1);
-        dg[2][k] = __float_as_int(t2);
-        if (k & 1) dg[3][k] = __float_as_int(__fmaf_rn(r1, 128.0f, __fmaf_rn(t2, -128.0f, R128)) + R);
+    for (int k = 0; k < 8; k += 2) {
+        const uint32_t zl = (uint32_t)__float2int_rn(v[k] * s24), zh = (uint32_t)__float2int_rn(v[k + 1] * s20);
+        Y[k] = zl + 0x808080u;
+        Y[k + 1] = zh - zl + 0x808080u;
     }
     DmvI8Digits o;
 #pragma unroll
-    for (int c = 0; c < 3; c++)
-        o.w[c] = make_uint2(dmv_pack4(dg[c][0], dg[c][2], dg[c][4], dg[c][6]),
-                            dmv_pack4(dg[c][1], dg[c][3], dg[c][5], dg[c][7]));
-    o.w[3] = make_uint2(0u, dmv_pack4(dg[3][1], dg[3][3], dg[3][5], dg[3][7]));
+    for (int c = 0; c < DMV_I8_DIGITS; c++) {
+        const uint32_t flip = c == 0 ? 0u : 0x80808080u;
+        o.w[c] = make_uint2(dmv_byte4(Y[0], Y[2], Y[4], Y[6], 3 - c) ^ flip,
+                            dmv_byte4(Y[1], Y[3], Y[5], Y[7], 3 - c) ^ flip);
+    }
     o.ex = make_float2(E, sum);
     return o;
 }
