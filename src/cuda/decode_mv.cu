@@ -97,12 +97,10 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvS
     int rb = u0 / a.nspan, sp = u0 % a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = sxsum + sp * PPS;
-    /* the integer path: digit column g < DMV_I8_DIGITS (B column g), the lane's weight of its two sums */
-    const bool dvalid = g < DMV_I8_DIGITS;
-    const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
+    /* the integer path: the lane's digits (decode_mv_i8.cuh) */
+    const uint4 *d0 = dmv_i8_lane_digits(m.sx, lane);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
-    const float cw = dmv_i8_lane_weight(t);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     bool first = true, trig = false;
     for (int base = u0; base < u1; base += RING) {
@@ -110,7 +108,7 @@ __device__ __forceinline__ void dmv_body(const DmvArgs &d, uint4 *dmv_smem, DmvS
         for (int j = 0; j < RING; j++) {
             if (base + j >= u1) break;
             MvSlot<KIND, PPS, SBF32> &s = ring[j];
-            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(s, dp, dvalid, ep, cw, xvalid, acc);
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(s, dp, ep, acc);
             else mv_unit<KIND, PPS, SBF32, true>(s, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (base + j + RING < u1) {
                 mv_load_p(s, lp, lane, pol);

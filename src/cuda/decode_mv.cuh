@@ -91,16 +91,24 @@ struct DmvArgs {
     gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };
 
+/* The integer path's sum of a row over the four lanes t of its group g (decode_mv_i8.cuh: each
+ * holds sums of its own group and digits), complete on lane t = 0. One definition for every loop,
+ * so that they add in one order (the same bits). */
+__device__ __forceinline__ float dmv_i8_lane_sum(float v) {
+    v += __shfl_down_sync(0xffffffffu, v, 2);
+    return v + __shfl_down_sync(0xffffffffu, v, 1);
+}
+
 /* A row block's two sums of this lane (rows g and g + 8) from its accumulators, which restart
- * at zero; on the integer path lane t = 1's d2 sums go into lane t = 0. */
+ * at zero; on the integer path lane t = 0 gets its group's four lanes' (dmv_i8_lane_sum). */
 template <int KIND, bool I8>
 __device__ __forceinline__ void dmv_row_sums(float *acc, float *vg, float *vh) {
     vg[0] = KIND == GCU_KIND_Q ? acc[0] : acc[0] + acc[1];
     vh[0] = KIND == GCU_KIND_Q ? acc[1] : acc[2] + acc[3];
     acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
     if constexpr (I8) {
-        vg[0] += __shfl_down_sync(0xffffffffu, vg[0], 1);
-        vh[0] += __shfl_down_sync(0xffffffffu, vh[0], 1);
+        vg[0] = dmv_i8_lane_sum(vg[0]);
+        vh[0] = dmv_i8_lane_sum(vh[0]);
     }
 }
 

@@ -23,7 +23,7 @@
 template <int PPS, bool SBF32, int RING>
 __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, DmvSum *scratch) {
     const MvArgs &a = d.mv;
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, w = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int kp = d.kparts, n = a.nspan / kp, nch = d.nchunks;
     const int off = n * w / DMV_WARPS, S = n * (w + 1) / DMV_WARPS - off; /* this warp's share */
     __shared__ int cl[DMV_CL];
@@ -92,10 +92,8 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
     for (int j = 0; j < RING; j++)
         if (j >= filled) feed(ring[j]);
 
-    const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
-    const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
+    const uint4 *d0 = dmv_i8_lane_digits(m.sx, lane);
     const float2 *e0 = (const float2 *)m.isum;
-    const float cw = dmv_i8_lane_weight(t);
     /* the compute side: chunk ck of id cc, unit ci of the share */
     int ck = 0, cc = blockIdx.x, ci = 0, pend = -1;
     int sp = (cc % kp) * n + off;
@@ -109,7 +107,7 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
         for (int j = 0; j < RING; j++) {
             if (cc < 0) break;
             if (ci < S) {
-                dmv_unit_i8<PPS, SBF32>(ring[j], dp, dvalid, ep, cw, xvalid, acc);
+                dmv_unit_i8<PPS, SBF32>(ring[j], dp, ep, acc);
                 if (!feed(ring[j]) && !trig) {
                     gcu_pdl_trigger();
                     trig = true;
@@ -120,8 +118,8 @@ __device__ __forceinline__ void dmv_body_dyn(const DmvArgs &d, uint4 *dmv_smem, 
             }
             if (ci < S) continue;
             /* the chunk's end: this warp's sums to shared memory, the next id, the barrier */
-            float vg = acc[0] + __shfl_down_sync(0xffffffffu, acc[0], 1);
-            float vh = acc[1] + __shfl_down_sync(0xffffffffu, acc[1], 1);
+            float vg = dmv_i8_lane_sum(acc[0]);
+            float vh = dmv_i8_lane_sum(acc[1]);
             acc[0] = acc[1] = 0.0f;
             ps[ck & 1][w][lane] = make_float2(vg, vh);
             if (threadIdx.x == 0) {

@@ -12,19 +12,24 @@
  * element Zl = rint(x 2^24 / E), per high one Zh = rint(x 2^24 / (16 E)), the low rows' B the
  * base-256 digits of Zl and the high rows' those of Zh - Zl, so that the whole byte's extra
  * 16 qh Zl cancels inside the integer sums. The digits are four columns of B (column c weighs
- * 2^(-8 c)); each m16n8k32 sums 32 products exactly in 32 bits, and per group lane t = 0 holds
- * the digit 0 and 1 sums (combined as 256 D0 + D1 in int32: |D| <= 2 32 255 128 for groups of
- * 64, so 256 D0 + D1 < 2^30), lane t = 1 the digit 2 and 3 sums (256 D2 + D3, weight 2^-24);
- * each converts to fp32 once (the one rounding of the combination: 2^-24 of it). Each x is
- * within 2^-25 E (the high ones' 2^-21 E) of its digits. No offset on the weights, so the bias
- * term is bias * sum(x) with the plain sum. Until session 45 the high nibbles were shifted down
- * and masked and the low ones masked (24 instructions a unit to widen, now 8), the digits base
- * 2^7 by a floating-point rounding trick; session 46 took the shift, then the low mask.
+ * 2^(-8 c)); each m16n8k32 sums 32 products exactly in 32 bits. Its k rows 0..15 take one word of
+ * the unit and rows 16..31 another, of another group (dmv_i8_pair_mma), the first word's digits
+ * in columns 0..3 and the second's in 4..7, so that per group the lanes t = 0 / 2 hold the digit
+ * 0 and 1 sums (combined as 256 D0 + D1 in int32: |D| <= 2 32 255 128 for groups of 64, so
+ * 256 D0 + D1 < 2^30) and t = 1 / 3 the digit 2 and 3 sums (256 D2 + D3, weight 2^-24); each
+ * converts to fp32 once (the one rounding of the combination: 2^-24 of it), and a row block's
+ * four lanes t add up at its end (dmv_i8_lane_sum, decode_mv.cuh). Each x is within 2^-25 E (the
+ * high ones' 2^-21 E) of its digits. No offset on the weights, so the bias term is bias * sum(x)
+ * with the plain sum. Until session 45 the high nibbles were shifted down and masked and the low
+ * ones masked (24 instructions a unit to widen, now 8), the digits base 2^7 by a floating-point
+ * rounding trick; session 46 took the shift, then the low mask; session 47 put two groups in each
+ * instruction, halving the conversions and scalings per unit (until then the lanes t = 2, 3 summed
+ * zero columns).
  *
  * Shared memory: digits at m.sx, [span][half 2][digit 4][t 4][i 2][8 bytes] (i8_digits.cuh):
- * the 8 bytes of (i, t) are the digits of the item's elements {0,2,4,6} (B rows 4t..4t+3) then
- * {1,3,5,7} (rows 16+4t..), the order in which the low and high nibbles of the weight word land
- * in A. (E, sum x) per
+ * the 8 bytes of (i, t) are the digits of the item's Zl (for the instruction on the whole
+ * bytes) then of Zh - Zl (for the one on the high nibbles), at B rows 4t..4t+3 for the first
+ * half's items and 16+4t.. for the second's. (E, sum x) per
  * group as float2 at m.isum (i8_digits.cuh: dmv_i8_item). */
 
 /* Stages the fp32 row src (m.row in shared memory, or with GSRC the raw input in global memory)
@@ -82,87 +87,118 @@ static __device__ __forceinline__ void dmv_stage_i8(const DmvArgs &d, const DmvS
     dmv_stage_i8_from<false>(d, m, m.row);
 }
 
-/* The lane's digits in the staged row's first span (lane (g, t) reads digit column
- * g < DMV_I8_DIGITS of its items t; the other lanes read zeros in dmv_unit_i8). */
-__device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int g, int t) {
-    return (const uint4 *)sx + (g < DMV_I8_DIGITS ? g : 0) * 4 + t;
+/* Lane (g, t)'s 16 bytes of digits in the staged row's first span: the word numbered as the lane
+ * (half g / 4, digit column g % 4, items t), so a warp reads one span's 512 bytes in one pass.
+ * The columns 0..3 of B carry the first half's words (items 0, 1: the unit's words 0 and 1), the
+ * columns 4..7 the second half's (words 2 and 3) at the other 16 rows of k: see dmv_i8_pair_mma. */
+__device__ __forceinline__ const uint4 *dmv_i8_lane_digits(const void *sx, int lane) {
+    return (const uint4 *)sx + lane;
 }
 
-/* Lane (g, t)'s weight of its two digit sums, 256 D_2t + D_2t+1: 2^-8 for t = 0 (digits 0 and
- * 1), 2^-24 for t = 1 (digits 2 and 3), 0 for the lanes whose columns hold no digits. One
- * definition for every loop on the integer path, since it follows the digits' base. */
-__device__ __forceinline__ float dmv_i8_lane_weight(int t) {
-    return t == 0 ? 1.0f / 256.0f : t == 1 ? 1.0f / 16777216.0f : 0.0f;
+/* The lane's B operands from its 16 bytes b: lo (k rows 0..15, the pair's first word) is b on
+ * the lanes of columns g < 4 and zero on the others, hi (k rows 16..31, the second word) the
+ * opposite; all zero where !valid (a span past the warp's). */
+struct I8LaneB {
+    uint4 lo, hi;
+};
+__device__ __forceinline__ I8LaneB dmv_i8_lane_b(const uint4 *dp, bool valid, int g) {
+    const uint4 z = make_uint4(0, 0, 0, 0), b = valid ? dp[0] : z;
+    I8LaneB r;
+    r.lo = g < DMV_I8_DIGITS ? b : z;
+    r.hi = g < DMV_I8_DIGITS ? z : b;
+    return r;
 }
 
-/* Word i (0..3) of a unit on the integer tensor cores: dd += its 32 4-bit values of rows g and
- * g + 8 (the whole bytes, then the high nibbles as 16 q) times the digits of the matching items
- * (half i / 2 of b01 / b23, item i % 2). */
+/* Lane (g, t)'s weight of its two digit sums, 256 D + D': 2^-8 for t = 0, 2 (digits 0 and 1 of
+ * its group), 2^-24 for t = 1, 3 (digits 2 and 3). One definition for every loop on the integer
+ * path, since it follows the digits' base. */
+__device__ __forceinline__ float dmv_i8_lane_weight(int t) { return (t & 1) ? 1.0f / 16777216.0f : 1.0f / 256.0f; }
+
+/* Pair j (0, 1) of a unit's words on the integer tensor cores: word j at k rows 0..15 (B columns
+ * 0..3 hold its digits) and word j + 2 at k rows 16..31 (columns 4..7 hold theirs), so that one
+ * m16n8k32 gives the lanes t = 0, 1 the sums of word j's group and the lanes t = 2, 3 those of
+ * word j + 2's, and every lane's output is some group's digit sums (with the digits in columns
+ * 0..3 only, as until session 47, the lanes t = 2, 3 summed zeros and each group paid its own
+ * conversion and scaling on every lane). Two instructions per pair: the whole bytes against the
+ * items' low-row digits (x, z of b), then the high nibbles as 16 q (w & 0xF0F0F0F0) against the
+ * high rows' (y, w). dd += rows g and g + 8. */
 template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_i8_word_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
-                                                const uint4 &b23, int i, int dd[4]) {
+__device__ __forceinline__ void dmv_i8_pair_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const I8LaneB &b, int j,
+                                                int dd[4]) {
     const uint32_t M = 0x0F0F0F0Fu;
-    const uint32_t wg = u4w(s.a0, i), wh = u4w(s.a1, i);
-    const uint4 &b = i < 2 ? b01 : b23;
-    const uint32_t bl = (i & 1) ? b.z : b.x, bh = (i & 1) ? b.w : b.y;
-    gcu_imma(dd, wg, wh, wg & ~M, wh & ~M, bl, bh);
+    const uint32_t wg0 = u4w(s.a0, j), wh0 = u4w(s.a1, j), wg1 = u4w(s.a0, j + 2), wh1 = u4w(s.a1, j + 2);
+    gcu_imma(dd, wg0, wh0, wg1, wh1, j ? b.lo.z : b.lo.x, j ? b.hi.z : b.hi.x);
+    gcu_imma(dd, wg0 & ~M, wh0 & ~M, wg1 & ~M, wh1 & ~M, j ? b.lo.w : b.lo.y, j ? b.hi.w : b.hi.y);
 }
 
-/* One span's per-group factors of a lane on the integer path: ec = E cw (the weight of the lane's
- * 256 D0 + D1 or 256 D2 + D3 sum) and X = sum x (the bias term's factor; 0 but on the lanes t = 0). Loop
- * invariant across the row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them
- * in registers for all of a warp's units of the span instead of reading ep again per unit (the
- * mbarrier waits and the warp syncs between units keep the compiler from hoisting those loads). */
+/* The unit's groups a lane's sums belong to: sums e (0 .. DMV_I8_SUMS - 1: one per unit for
+ * groups of 64, one per pair for groups of 32) are of group e + PPS / 2 on the lanes t = 2, 3
+ * (word j + 2's), of group e on the others. The integer path serves groups of 32 and 64 (PPS 4
+ * and 2: dmv_i8 in decode_mv.cu); PPS 1 (groups of 128, one group per span, both words of a pair
+ * in it) is instantiated but never run, and kept correct. */
 template <int PPS>
-struct I8SpanF {
-    float ec[PPS], X[PPS];
+struct DmvI8Sums {
+    static constexpr int N = PPS > 1 ? PPS / 2 : 1;
 };
 template <int PPS>
-__device__ __forceinline__ I8SpanF<PPS> dmv_i8_span_factors(const float2 *ep, float cw, bool xvalid) {
+__device__ __forceinline__ int dmv_i8_lane_group(int e, int t) {
+    return e + (t >= 2 ? PPS / 2 : 0);
+}
+
+/* One span's per-lane factors on the integer path, for each of its sums e: ec = E cw (E of the
+ * lane's group, cw its weight of 256 D + D') and X = sum x of that group (the bias term's factor;
+ * 0 but on the lane t = 0 of each group, t = 0 or 2, so that each group's bias enters once). Loop invariant across the
+ * row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them in registers for all
+ * of a warp's units of the span instead of reading ep again per unit (the mbarrier waits and the
+ * warp syncs between units keep the compiler from hoisting those loads). */
+template <int PPS>
+struct I8SpanF {
+    float ec[DmvI8Sums<PPS>::N], X[DmvI8Sums<PPS>::N];
+};
+template <int PPS>
+__device__ __forceinline__ I8SpanF<PPS> dmv_i8_span_factors(const float2 *ep, int t) {
     I8SpanF<PPS> f;
+    const float cw = dmv_i8_lane_weight(t);
 #pragma unroll
-    for (int pc = 0; pc < PPS; pc++) {
-        const float2 e = ep[pc];
-        f.ec[pc] = e.x * cw;
-        f.X[pc] = xvalid ? e.y : 0.0f;
+    for (int e = 0; e < DmvI8Sums<PPS>::N; e++) {
+        const int gr = dmv_i8_lane_group<PPS>(e, t);
+        const float2 v = ep[gr];
+        f.ec[e] = v.x * cw;
+        f.X[e] = t == 0 || (t == 2 && gr != e) ? v.y : 0.0f;
     }
     return f;
 }
 
-/* One unit on the integer path with the lane's digits of the span in registers (b01, b23: dp[0]
- * and dp[DMV_I8_HALF_U4], zero where !bvalid) and the span's factors f. */
+/* One unit on the integer path with the lane's B operands of the span in registers (b) and the
+ * span's factors f: acc[0] (row g) and acc[1] (row g + 8) += this lane's share (its group's
+ * scale and bias picked from the unit's words by t). */
 template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
-                                              const uint4 &b23, const I8SpanF<PPS> &f, float *acc) {
+__device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const I8LaneB &b,
+                                              const I8SpanF<PPS> &f, float *acc) {
+    constexpr int NE = DmvI8Sums<PPS>::N;
+    int dd[NE][4];
 #pragma unroll
-    for (int pc = 0; pc < PPS; pc++) {
-        int dd[4] = {0, 0, 0, 0};
+    for (int e = 0; e < NE; e++) dd[e][0] = dd[e][1] = dd[e][2] = dd[e][3] = 0;
 #pragma unroll
-        for (int ii = 0; ii < 4 / PPS; ii++) dmv_i8_word_mma(s, b01, b23, pc * (4 / PPS) + ii, dd);
+    for (int j = 0; j < 2; j++) dmv_i8_pair_mma(s, b, j, dd[j & (NE - 1)]);
+    const int t = threadIdx.x & 3;
+#pragma unroll
+    for (int e = 0; e < NE; e++) {
         float sg, bg, sh, bh;
-        mv_scales(s, pc, &sg, &bg, &sh, &bh);
-        acc[0] = fmaf(sg * f.ec[pc], (float)(dd[0] * 256 + dd[1]), fmaf(bg, f.X[pc], acc[0]));
-        acc[1] = fmaf(sh * f.ec[pc], (float)(dd[2] * 256 + dd[3]), fmaf(bh, f.X[pc], acc[1]));
+        mv_scales_pick<PPS, SBF32>(s.sb, e, dmv_i8_lane_group<PPS>(e, t) != e, &sg, &bg, &sh, &bh);
+        acc[0] = fmaf(sg * f.ec[e], (float)(dd[e][0] * 256 + dd[e][1]), fmaf(bg, f.X[e], acc[0]));
+        acc[1] = fmaf(sh * f.ec[e], (float)(dd[e][2] * 256 + dd[e][3]), fmaf(bh, f.X[e], acc[1]));
     }
 }
 
-/* dmv_unit_i8 (below) with the lane's digits of the span already in registers, the factors read
- * from ep (the span's (E, sum x) per group). */
+/* One unit on the integer path: acc[0] (row g) and acc[1] (row g + 8) += this lane's share.
+ * dp: the lane's 16 bytes of digits for the span (dmv_i8_lane_digits), ep: the span's (E, sum x)
+ * per group. */
 template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_unit_i8_held(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 &b01,
-                                                 const uint4 &b23, const float2 *ep, float cw, bool xvalid,
-                                                 float *acc) {
-    dmv_unit_i8_f<PPS, SBF32>(s, b01, b23, dmv_i8_span_factors<PPS>(ep, cw, xvalid), acc);
-}
-/* One unit on the integer path: acc[0] (row g) and acc[1] (row g+8) += this lane's share.
- * dp: the lane's two 16-byte words of digits for the span, one per half (column g < DMV_I8_DIGITS;
- * others zero), ep: the span's (E, sum x) per group, cw: the lane's weight of its sums
- * (dmv_i8_lane_weight). */
-template <int PPS, bool SBF32>
-__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp, bool bvalid,
-                                            const float2 *ep, float cw, bool xvalid, float *acc) {
-    const uint4 z = make_uint4(0, 0, 0, 0), b01 = bvalid ? dp[0] : z, b23 = bvalid ? dp[DMV_I8_HALF_U4] : z;
-    dmv_unit_i8_held<PPS, SBF32>(s, b01, b23, ep, cw, xvalid, acc);
+__device__ __forceinline__ void dmv_unit_i8(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const uint4 *dp,
+                                            const float2 *ep, float *acc) {
+    const int lane = threadIdx.x & 31;
+    dmv_unit_i8_f<PPS, SBF32>(s, dmv_i8_lane_b(dp, true, lane >> 2), dmv_i8_span_factors<PPS>(ep, lane & 3), acc);
 }
 
 #endif

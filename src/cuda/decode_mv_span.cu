@@ -137,18 +137,16 @@ __device__ __forceinline__ void span_pair_values(const DmvArgs &d, const float *
     }
 }
 
-/* The lane's digits of the scratch's span j (0, 1) in registers (zeros for the lanes that carry
- * none). */
-__device__ __forceinline__ void span_digits(const uint4 *scr, int j, bool dvalid, int g, int t, uint4 *b01,
-                                            uint4 *b23) {
-    const uint4 *dp = dmv_i8_lane_digits(scr, g, t) + j * DMV_I8_SPAN_U4, z = make_uint4(0, 0, 0, 0);
-    *b01 = dvalid ? dp[0] : z;
-    *b23 = dvalid ? dp[DMV_I8_HALF_U4] : z;
+/* The lane's B operands of the scratch's span j (0, 1) in registers (zeros past the warp's
+ * spans: !valid). */
+__device__ __forceinline__ I8LaneB span_digits(const uint4 *scr, int j, bool valid, int lane) {
+    return dmv_i8_lane_b(dmv_i8_lane_digits(scr, lane) + j * DMV_I8_SPAN_U4, valid, lane >> 2);
 }
 
-/* A warp's two sums of its row r (lane t = 1's d2 sums into t = 0) as 8 float2 at mine[8 r]. */
+/* A warp's two sums of its row r (its four lanes t of each group g added, dmv_i8_lane_sum) as 8
+ * float2 at mine[8 r]. */
 __device__ __forceinline__ void span_put(float2 *mine, int r, float ag, float ah, int lane) {
-    const float vg = ag + __shfl_down_sync(0xffffffffu, ag, 1), vh = ah + __shfl_down_sync(0xffffffffu, ah, 1);
+    const float vg = dmv_i8_lane_sum(ag), vh = dmv_i8_lane_sum(ah);
     if ((lane & 3) == 0) mine[r * 8 + (lane >> 2)] = make_float2(vg, vh);
 }
 
@@ -296,10 +294,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         dmv_stamp(d, 4);
     }
 
-    /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh: digit column
-     * g < DMV_I8_DIGITS, its weight cw of the two sums) */
-    const bool dvalid = g < DMV_I8_DIGITS, xvalid = t == 0;
-    const float cw = dmv_i8_lane_weight(t);
+    /* the loop: lane (g, t) of the integer path (decode_mv_i8.cuh) */
     const int lp = dmv_i8_group_lanes(PPS);
     const float *row = rows ? m.row : NULL;
     /* the row blocks' sums: RB > 0 in registers (the loop over row blocks unrolled), RB == 0 in
@@ -317,7 +312,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     int slot = 0;
     unsigned phase = 0;
     uint4 *up = ring; /* slot's chunk: a running pointer, as the refill's source */
-    uint4 b01[2], b23[2];
+    I8LaneB b[2]; /* the pair's spans' B operands */
     I8SpanF<PPS> f[2]; /* the pair's spans' factors, read once per pair */
     const float2 *ep0 = (const float2 *)(scr + 2 * DMV_I8_SPAN_U4), *ep1 = ep0 + PPS;
     /* AHEAD: the next pair's values (v, loaded at this pair's start) and their digits dn, made in
@@ -341,12 +336,12 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
              * after the first's: the loop is latency-bound, ~9 cycles per instruction per warp,
              * RESULTS v28). The sums are added in the same order as before: the same bits. */
             if (BOTH) tma_unit_load(u1, p + uw, lane);
-            dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
+            dmv_unit_i8_f<PPS, SBF32>(u0, b[0], f[0], a2);
             if (!BOTH) tma_unit_load(u1, p + uw, lane);
-            dmv_unit_i8_f<PPS, SBF32>(u1, b01[1], b23[1], f[1], a2);
+            dmv_unit_i8_f<PPS, SBF32>(u1, b[1], f[1], a2);
             if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         } else {
-            dmv_unit_i8_f<PPS, SBF32>(u0, b01[0], b23[0], f[0], a2);
+            dmv_unit_i8_f<PPS, SBF32>(u0, b[0], f[0], a2);
             if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         }
     };
@@ -397,10 +392,10 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         else dmv_i8_item(v, lane, s + (lane >> 4) < w.sB, lp, lane, (unsigned char *)scr, (float2 *)ep0);
         if (p + 1 < npair) span_pair_values<SPEC >= 4>(d, row, s + 2, w.sB, lane, v); /* in flight during the units */
         __syncwarp();
-        span_digits(scr, 0, dvalid, g, t, &b01[0], &b23[0]);
-        span_digits(scr, 1, dvalid && two == 2, g, t, &b01[1], &b23[1]);
-        f[0] = dmv_i8_span_factors<PPS>(ep0, cw, xvalid);
-        f[1] = dmv_i8_span_factors<PPS>(ep1, cw, xvalid);
+        b[0] = span_digits(scr, 0, true, lane);
+        b[1] = span_digits(scr, 1, two == 2, lane);
+        f[0] = dmv_i8_span_factors<PPS>(ep0, t);
+        f[1] = dmv_i8_span_factors<PPS>(ep1, t);
         if constexpr (RB > 0) {
 #pragma unroll
             for (int r = 0; r < RB; r++) {

@@ -256,12 +256,10 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
     int rb = u0 / a.nspan, sp = u0 - rb * a.nspan;
     const __nv_bfloat16 *bp = b0 + sp * SPAN;
     const float *xp = m.xsum + sp * PPS;
-    /* the integer path: digit column g < DMV_I8_DIGITS (B column g), the lane's weight of its two sums */
-    const bool dvalid = g < DMV_I8_DIGITS;
-    const uint4 *d0 = dmv_i8_lane_digits(m.sx, g, t);
+    /* the integer path: the lane's digits (decode_mv_i8.cuh) */
+    const uint4 *d0 = dmv_i8_lane_digits(m.sx, lane);
     const uint4 *dp = d0 + sp * DMV_I8_SPAN_U4;
     const float2 *e0 = (const float2 *)m.isum, *ep = e0 + sp * PPS;
-    const float cw = dmv_i8_lane_weight(t);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     float osc = 0.0f; /* late: the consumer norm's scale, worked out at the first row end */
     bool first = true;
@@ -305,7 +303,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
                     have = true;
                 }
             }
-            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, ep, acc);
             else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (done_u >= 0) { /* the last unit of its chunk is computed: refill the slot */
                 __syncwarp();
@@ -313,7 +311,7 @@ __device__ __forceinline__ void tma_units(const DmvArgs &d, const DmvSmem &m, Tm
             }
             if (have) u = nx, done_u = done_nx;
         } else {
-            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, dvalid, ep, cw, xvalid, acc);
+            if constexpr (I8) dmv_unit_i8<PPS, SBF32>(u, dp, ep, acc);
             else mv_unit<KIND, PPS, SBF32, true>(u, bp, bvalid, xp, xvalid, a.qoff, acc);
             if (++r.k == C || j + 1 == n) {
                 /* the chunk's bytes are in every lane's registers and used: refill its slot */

@@ -143,6 +143,26 @@ __device__ __forceinline__ void mv_scales_of(const uint32_t *sb, int pc, float *
         *bh = gcu_bf16hi(sb[PPS + pc]);
     }
 }
+/* mv_scales_of for group e, or (up) group e + PPS / 2: the integer path's lanes t = 2, 3 scale
+ * the sums of the unit's second half of groups (decode_mv_i8.cuh). Selects, not an index by a
+ * run-time value: sb lives in registers. */
+template <int PPS, bool SBF32>
+__device__ __forceinline__ void mv_scales_pick(const uint32_t *sb, int e, bool up, float *sg, float *bg, float *sh,
+                                               float *bh) {
+    constexpr int H = PPS / 2;
+    if (SBF32) {
+        *sg = __uint_as_float(up ? sb[2 * (e + H)] : sb[2 * e]);
+        *bg = __uint_as_float(up ? sb[2 * (e + H) + 1] : sb[2 * e + 1]);
+        *sh = __uint_as_float(up ? sb[2 * PPS + 2 * (e + H)] : sb[2 * PPS + 2 * e]);
+        *bh = __uint_as_float(up ? sb[2 * PPS + 2 * (e + H) + 1] : sb[2 * PPS + 2 * e + 1]);
+    } else {
+        const uint32_t wg = up ? sb[e + H] : sb[e], wh = up ? sb[PPS + e + H] : sb[PPS + e];
+        *sg = gcu_bf16lo(wg);
+        *bg = gcu_bf16hi(wg);
+        *sh = gcu_bf16lo(wh);
+        *bh = gcu_bf16hi(wh);
+    }
+}
 /* The same from a unit loaded into registers. */
 template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void mv_scales(const MvSlot<KIND, PPS, SBF32> &s, int pc, float *sg,
