@@ -3,8 +3,9 @@
 # processes, without the timeline, at contexts 0, 4k and 32k (64 tokens each), ROUNDS rounds. A
 # variant is `new` (this tree, with $NEW_ENV), `old` (an earlier commit's binary,
 # build/old_glimmer.xz from scripts/old_binary.sh), `old,` followed by settings for that binary
-# (e.g. old,GLIM_CUDA_DIAG_RING=4), or settings for this tree, NAME=VALUE joined by commas (e.g.
-# GLIM_CUDA_ATT_HEADS=8,GLIM_CUDA_ATT_GROUP=1024). Only figures from one call on
+# (e.g. old,GLIM_CUDA_DIAG_RING=4), `alt` / `alt,`... the same for a third binary
+# (build/alt_glimmer.xz: another tree's build/glimmer, xz-compressed), or settings for this tree,
+# NAME=VALUE joined by commas (e.g. GLIM_CUDA_ATT_HEADS=8,GLIM_CUDA_ATT_GROUP=1024). Only figures from one call on
 # one machine compare: the same tree differs by ~1.5 % between machines. Writes $OUT/ab.md and
 # prints per variant the mean and every round's figures.
 # Usage: bench/decode_ab.sh ROUNDS VARIANT...
@@ -14,13 +15,15 @@ shift
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
-for v in "$@"; do
-    case $v in old | old,*) ;; *) continue ;; esac
-    xz -dc build/old_glimmer.xz > build/old_glimmer && chmod +x build/old_glimmer || exit 1
-    export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    build/old_glimmer --help > /dev/null 2>&1 ||
-        { echo "decode_ab: the old binary does not start:"; build/old_glimmer --help 2>&1 | head -3; exit 1; }
-    break # (once for all the old variants)
+for b in old alt; do
+    for v in "$@"; do
+        case $v in "$b" | "$b",*) ;; *) continue ;; esac
+        xz -dc build/${b}_glimmer.xz > build/${b}_glimmer && chmod +x build/${b}_glimmer || exit 1
+        export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        build/${b}_glimmer --help > /dev/null 2>&1 ||
+            { echo "decode_ab: the $b binary does not start:"; build/${b}_glimmer --help 2>&1 | head -3; exit 1; }
+        break # (once for all the variants of this binary)
+    done
 done
 timeout 60 build/glimmer bench --synthetic --prompt 0 -n 8 > /dev/null 2>&1 # warm-up
 : > "$OUT/ab.md"
@@ -31,6 +34,7 @@ while [ $r -lt "$rounds" ]; do
         echo "run $v" >> "$OUT/ab.md"
         case $v in
         old | old,*) bin=build/old_glimmer set=${v#old} ;;
+        alt | alt,*) bin=build/alt_glimmer set=${v#alt} ;;
         new) bin=build/glimmer set=$NEW_ENV ;;
         *) bin=build/glimmer set=$v ;;
         esac
