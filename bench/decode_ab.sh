@@ -4,7 +4,7 @@
 # variant is `new` (this tree, with $NEW_ENV), `old` (an earlier commit's binary,
 # build/old_glimmer.xz from scripts/old_binary.sh), `old,` followed by settings for that binary
 # (e.g. old,GLIM_CUDA_DIAG_RING=4), `alt` / `alt,`... the same for a third binary
-# (build/alt_glimmer.xz: another tree's build/glimmer, xz-compressed), or settings for this tree,
+# (build/alt_glimmer.xz: scripts/old_binary.sh REV alt), or settings for this tree,
 # NAME=VALUE joined by commas (e.g. GLIM_CUDA_ATT_HEADS=8,GLIM_CUDA_ATT_GROUP=1024). Only figures from one call on
 # one machine compare: the same tree differs by ~1.5 % between machines. Writes $OUT/ab.md and
 # prints per variant the mean and every round's figures.
