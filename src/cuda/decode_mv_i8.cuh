@@ -131,7 +131,7 @@ __device__ __forceinline__ void dmv_i8_pair_mma(const MvSlot<GCU_KIND_Q, PPS, SB
     gcu_imma(dd, wg0 & ~M, wh0 & ~M, wg1 & ~M, wh1 & ~M, j ? b.lo.w : b.lo.y, j ? b.hi.w : b.hi.y);
 }
 
-/* The unit's groups a lane's sums belong to: sums e (0 .. DMV_I8_SUMS - 1: one per unit for
+/* The unit's groups a lane's sums belong to: sums e (0 .. DmvI8Sums::N - 1: one per unit for
  * groups of 64, one per pair for groups of 32) are of group e + PPS / 2 on the lanes t = 2, 3
  * (word j + 2's), of group e on the others. The integer path serves groups of 32 and 64 (PPS 4
  * and 2: dmv_i8 in decode_mv.cu); PPS 1 (groups of 128, one group per span, both words of a pair
@@ -147,10 +147,10 @@ __device__ __forceinline__ int dmv_i8_lane_group(int e, int t) {
 
 /* One span's per-lane factors on the integer path, for each of its sums e: ec = E cw (E of the
  * lane's group, cw its weight of 256 D + D') and X = sum x of that group (the bias term's factor;
- * 0 but on the lane t = 0 of each group, t = 0 or 2, so that each group's bias enters once). Loop invariant across the
- * row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them in registers for all
- * of a warp's units of the span instead of reading ep again per unit (the mbarrier waits and the
- * warp syncs between units keep the compiler from hoisting those loads). */
+ * 0 but on each group's first lane, t = 0 or 2, so that each group's bias enters once). Loop
+ * invariant across the row blocks of a span: the span-major loop (decode_mv_span.cu) keeps them
+ * in registers for all of a warp's units of the span instead of reading ep again per unit (the
+ * mbarrier waits and the warp syncs between units keep the compiler from hoisting those loads). */
 template <int PPS>
 struct I8SpanF {
     float ec[DmvI8Sums<PPS>::N], X[DmvI8Sums<PPS>::N];
