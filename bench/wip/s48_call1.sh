@@ -1,12 +1,16 @@
 #!/bin/sh
 # s48_call1.sh (written in session 47 for the next call): bench/wip/i8_chains.patch (for groups
 # of 64 a unit's two pairs into two int32 accumulators: two independent chains of 2 mma instead
-# of one of 4, 4 integer adds a unit more; the same bits) against main, on whichever card comes.
+# of one of 4, 4 integer adds a unit more; the same bits) with bench/wip/span_nofence.patch (the
+# run-time switch GLIM_CUDA_SPAN_NOFENCE=1: the span kernel's refill without its proxy fence;
+# default off, and its forward test span_nofence) against main, on whichever card comes.
 # On an H200 first main's bench of record and its no-bytes timeline (old binary: the H200 figure
 # owed since session 37). Then the integer matvec checks, ROUNDS (4) alternating rounds of old /
 # new with and without weight bytes (~30 s on an H100), the three GPU test programs and
-# compute-sanitizer. Before the call, here: `git apply bench/wip/i8_chains.patch && make -j2 all
-# && scripts/pack_cuda_objects.sh`, and build/old_glimmer.xz from `scripts/old_binary.sh main`.
+# compute-sanitizer. Before the call, here: `git apply bench/wip/i8_chains.patch
+# bench/wip/span_nofence.patch && make -j2 all && scripts/pack_cuda_objects.sh`, and
+# build/old_glimmer.xz from `scripts/old_binary.sh main` (made in session 47 at 257425b: same
+# decode code as main).
 # Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz.
 cd "$(dirname "$0")/../.." || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -27,7 +31,8 @@ rc=$?
 echo "integer matvec checks rc=$rc: $(grep -c '^PASS' $OUT/checks_digits.log) pass, $(grep -c '^FAIL' $OUT/checks_digits.log) fail at $(( $(date +%s) - t0 )) s"
 grep -A3 '^FAIL' $OUT/checks_digits.log | head -12
 D=GLIM_CUDA_DIAG_RING=4
-sh bench/decode_ab.sh ${ROUNDS:-4} old new old,$D $D 2>&1 | tail -4
+F=GLIM_CUDA_SPAN_NOFENCE=1
+sh bench/decode_ab.sh ${ROUNDS:-4} old new $F old,$D $D $F,$D 2>&1 | tail -6
 cp $OUT/ab.md $OUT/ab_chains.md
 echo "a/b done at $(( $(date +%s) - t0 )) s"
 if [ $rc -eq 0 ]; then
