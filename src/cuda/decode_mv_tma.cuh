@@ -18,6 +18,7 @@ template <int KIND, int PPS, bool SBF32>
 __device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane) {
     s.a0 = up[gcu_unit_u4(lane, 0)];
     s.a1 = up[gcu_unit_u4(lane, 1)];
+    if (KIND == GCU_KIND_Q) mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
     if (KIND == GCU_KIND_Q) {
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;

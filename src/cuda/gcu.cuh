@@ -27,8 +27,18 @@
 
 #include "cuda/cuda_api.h"
 
-/* The 16-byte word of a unit that lane `lane` holds as its half `half` (0: row g, 1: row g + 8). */
+/* The 16-byte word of a unit that lane `lane` holds as its half `half` (dense units: 0 row g,
+ * 1 row g + 8; MLX units: see gcu_unit_q_w32). */
 #define gcu_unit_u4(lane, half) ((half) * 32 + (lane))
+/* MLX (GCU_KIND_Q) units: where lane (g, t)'s word i (< 4) of row g (half 0) or g + 8 (half 1)
+ * sits, in 32-bit words from the unit's start. The lane's 16-byte word gcu_unit_u4(lane, i & 1)
+ * holds row g's word i, row g + 8's word i, row g's word i + 2, row g + 8's word i + 2 (i = 0, 1):
+ * each 16-byte load is then one whole m16n8k32 A operand of the integer path (rows g, g + 8 at
+ * k 0..15, the same rows at k 16..31: dmv_i8_pair_mma), which the registers of a load take as
+ * they are. Until session 48 a 16-byte word was one row's four words, and every instruction's
+ * operand was gathered from two loads by register moves: 37 of the span loop's 346 instructions
+ * a chunk. mv_q_rows (mv_common.cuh) gives the rows back to the other readers. */
+#define gcu_unit_q_w32(lane, half, i) (gcu_unit_u4(lane, (i) & 1) * 4 + ((i) >> 1) * 2 + (half))
 #ifdef __cplusplus
 extern "C" {
 #endif

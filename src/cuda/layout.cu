@@ -3,7 +3,7 @@
  * and random tiles generated on the device for synthetic models.
  *
  * Unit (rb, span), MLX nibble stream: lane (g, t) of the warp owns two 16-byte words, 4 words
- * of row rb*16+g and 4 words of row rb*16+g+8, at gcu_unit_u4(lane, 0) and (lane, 1). Word i
+ * of row rb*16+g and 4 words of row rb*16+g+8, interleaved as gcu_unit_q_w32 says. Word i
  * of lane t is the original word ow(t, i) of the span, chosen so that the four lanes t = 0..3
  * holding word i all hold the same scale group (an mma sums over those four lanes). After the
  * 1024 bytes of words come the scale/bias pairs, per g: row g's pieces, then row g+8's. Dense
@@ -110,7 +110,7 @@ static void tile_unit_q(const gcu_mat *M, const gcu_rowsrc rs[16], int s, uint8_
             const uint32_t *row = r->m ? (const uint32_t *)r->m->data + r->r * words : NULL;
             for (int i = 0; i < 4; i++) {
                 int64_t ow = (int64_t)s * 16 + word_of(f->gn, t, i);
-                w[gcu_unit_u4(lane, half) * 4 + i] = row && ow < words ? row[ow] : 0u;
+                w[gcu_unit_q_w32(lane, half, i)] = row && ow < words ? row[ow] : 0u;
             }
         }
     }

@@ -251,6 +251,11 @@ __device__ __forceinline__ void pf_zero(float v[PF_UPW][NB][4]) {
  * whose 2-piece instances spilled 56 bytes with them held) word i is read where the 32 input
  * columns it covers are used. The scales are read per piece. */
 __device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+/* Word i of the lane's row g (half 0) or g + 8 (half 1) from its two 16-byte words as laid out
+ * (gcu_unit_q_w32). */
+__device__ __forceinline__ uint32_t pf_qword(const uint4 hw[2], int half, int i) {
+    return pf_word(hw[i & 1], (i >> 1) * 2 + half);
+}
 
 /* Piece pc's scales of rows g and g + 8 of the unit at u (lane group g's scale words follow the
  * unit's nibbles, as mv_load_p reads them) and the matching bias terms b + qoff s. */
@@ -268,7 +273,7 @@ template <int PPS, bool SBF32, int NB, bool HOLD>
 __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, float acc[PF_UPW][NB][4]) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const uint4 *su0 = st.w + (size_t)warp * PF_UPW * p.a.unit_u4; /* the warp's first unit */
-    const uint32_t *wl0 = (const uint32_t *)(su0 + gcu_unit_u4(lane, 0)), *wl1 = (const uint32_t *)(su0 + gcu_unit_u4(lane, 1));
+    const uint32_t *wl = (const uint32_t *)su0; /* word (half, i) of unit k: wl[k ustep + gcu_unit_q_w32] */
     const int ustep = p.a.unit_u4 * 4; /* 32-bit words from one unit to the next */
     /* HOLD: the lane's two 16-byte words of each unit read whole, once a span (the warp's load is
      * 512 contiguous bytes; word by word, lanes 16 bytes apart met 4 to a bank) */
@@ -290,8 +295,8 @@ __device__ __forceinline__ void pf_span(const PfArgs &p, const PfStage &st, floa
             uint32_t pg[PF_UPW][4], ph[PF_UPW][4];
 #pragma unroll
             for (int k = 0; k < PF_UPW; k++) {
-                const uint32_t wg = HOLD ? pf_word(hw[k][0], i) : wl0[k * ustep + i];
-                const uint32_t wh = HOLD ? pf_word(hw[k][1], i) : wl1[k * ustep + i];
+                const uint32_t wg = HOLD ? pf_qword(hw[k], 0, i) : wl[k * ustep + gcu_unit_q_w32(lane, 0, i)];
+                const uint32_t wh = HOLD ? pf_qword(hw[k], 1, i) : wl[k * ustep + gcu_unit_q_w32(lane, 1, i)];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     pg[k][j] = gcu_nib2(wg, j);
@@ -357,7 +362,7 @@ __device__ __forceinline__ void pf_span_wg(const PfArgs &p, const PfStage &st, f
         for (int k = 0; k < PF_UPW; k++)
 #pragma unroll
             for (int ii = 0; ii < WPP; ii++) {
-                const uint32_t wg = pf_word(hw[k][0], pc * WPP + ii), wh = pf_word(hw[k][1], pc * WPP + ii);
+                const uint32_t wg = pf_qword(hw[k], 0, pc * WPP + ii), wh = pf_qword(hw[k], 1, pc * WPP + ii);
 #pragma unroll
                 for (int s = 0; s < 2; s++) {
                     af[k][2 * ii + s][0] = gcu_nib2(wg, 2 * s);
