@@ -123,8 +123,8 @@ __device__ __forceinline__ float dmv_i8_lane_weight(int t) { return (t & 1) ? 1.
  * items' low-row digits (x, z of b), then the high nibbles as 16 q (w & 0xF0F0F0F0) against the
  * high rows' (y, w). dd += rows g and g + 8. The four words of the first instruction are the
  * lane's 16-byte word j of the unit as laid out (gcu_unit_q_w32), so they enter it from the
- * registers of its load as they are (since session 48; before, 37 register moves a chunk
- * gathered them). */
+ * registers of its load as they are (since session 48; before, register moves gathered them:
+ * 35 of them a chunk of the span loop). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void dmv_i8_pair_mma(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const I8LaneB &b, int j,
                                                 int dd[4]) {
