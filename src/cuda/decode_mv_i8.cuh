@@ -174,8 +174,9 @@ __device__ __forceinline__ I8SpanF<PPS> dmv_i8_span_factors(const float2 *ep, in
 
 /* One unit on the integer path with the lane's B operands of the span in registers (b) and the
  * span's factors f: acc[0] (row g) and acc[1] (row g + 8) += this lane's share (its group's
- * scale and bias picked from the unit's words by t). */
-template <int PPS, bool SBF32>
+ * scale and bias picked from the unit's words by t; HALF: s.sb holds the lane's groups only,
+ * tma_unit_load's HALF). */
+template <int PPS, bool SBF32, bool HALF = false>
 __device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF32> &s, const I8LaneB &b,
                                               const I8SpanF<PPS> &f, float *acc) {
     constexpr int NE = DmvI8Sums<PPS>::N;
@@ -188,7 +189,8 @@ __device__ __forceinline__ void dmv_unit_i8_f(const MvSlot<GCU_KIND_Q, PPS, SBF3
 #pragma unroll
     for (int e = 0; e < NE; e++) {
         float sg, bg, sh, bh;
-        mv_scales_pick<PPS, SBF32>(s.sb, e, dmv_i8_lane_group<PPS>(e, t) != e, &sg, &bg, &sh, &bh);
+        if constexpr (HALF) mv_scales_of<PPS, SBF32>(s.sb, e, &sg, &bg, &sh, &bh);
+        else mv_scales_pick<PPS, SBF32>(s.sb, e, dmv_i8_lane_group<PPS>(e, t) != e, &sg, &bg, &sh, &bh);
         acc[0] = fmaf(sg * f.ec[e], (float)(dd[e][0] * 256 + dd[e][1]), fmaf(bg, f.X[e], acc[0]));
         acc[1] = fmaf(sh * f.ec[e], (float)(dd[e][2] * 256 + dd[e][3]), fmaf(bh, f.X[e], acc[1]));
     }

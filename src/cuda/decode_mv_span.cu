@@ -329,19 +329,19 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
          * scales, which load the second unit after the first's arithmetic */
         constexpr bool BOTH = MvSlot<GCU_KIND_Q, PPS, SBF32>::SBW <= 4;
         MvSlot<GCU_KIND_Q, PPS, SBF32> u0, u1;
-        tma_unit_load(u0, p, lane);
+        tma_unit_load<GCU_KIND_Q, PPS, SBF32, true>(u0, p, lane);
         if (n == 2) {
             /* both units in one basic block, so that the scheduler can interleave their two
              * independent mma chains (behind `if (n == 2)` the second unit's chain began only
              * after the first's: the loop is latency-bound, ~9 cycles per instruction per warp,
              * RESULTS v28). The sums are added in the same order as before: the same bits. */
-            if (BOTH) tma_unit_load(u1, p + uw, lane);
-            dmv_unit_i8_f<PPS, SBF32>(u0, b[0], f[0], a2);
-            if (!BOTH) tma_unit_load(u1, p + uw, lane);
-            dmv_unit_i8_f<PPS, SBF32>(u1, b[1], f[1], a2);
+            if (BOTH) tma_unit_load<GCU_KIND_Q, PPS, SBF32, true>(u1, p + uw, lane);
+            dmv_unit_i8_f<PPS, SBF32, true>(u0, b[0], f[0], a2);
+            if (!BOTH) tma_unit_load<GCU_KIND_Q, PPS, SBF32, true>(u1, p + uw, lane);
+            dmv_unit_i8_f<PPS, SBF32, true>(u1, b[1], f[1], a2);
             if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         } else {
-            dmv_unit_i8_f<PPS, SBF32>(u0, b[0], f[0], a2);
+            dmv_unit_i8_f<PPS, SBF32, true>(u0, b[0], f[0], a2);
             if constexpr (decltype(mk)::value) dn = dmv_i8_digits(v, LP);
         }
     };

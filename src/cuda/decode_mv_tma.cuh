@@ -13,23 +13,27 @@
 #define TMA_JM 16           /* NORM/RESID: elements per thread in registers (K <= 8192) */
 #define TMA_SMEM_MAX (224 * 1024)
 
-/* One unit from the ring (shared memory) into registers: k_dmv's mv_load_p, from shared. */
-template <int KIND, int PPS, bool SBF32>
+/* One unit from the ring (shared memory) into registers: k_dmv's mv_load_p, from shared. HALF
+ * (the integer path, dmv_unit_i8_f's HALF): of the scales only the lane's groups
+ * (dmv_i8_lane_group: the pieces from PPS / 2 on the lanes t = 2, 3 where PPS >= 2), into
+ * sb[0 ..) in mv_scales_of's order, so that no select picks them per unit (2 a unit, session 48). */
+template <int KIND, int PPS, bool SBF32, bool HALF = false>
 __device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const uint4 *up, int lane) {
     s.a0 = up[gcu_unit_u4(lane, 0)];
     s.a1 = up[gcu_unit_u4(lane, 1)];
     if (KIND == GCU_KIND_Q) mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
     if (KIND == GCU_KIND_Q) {
-        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
-        const int g = lane >> 2;
-        if (SBW == 2) {
-            const uint2 v = *(const uint2 *)((const uint32_t *)(up + 64) + g * 2);
+        constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW, NW = HALF && PPS >= 2 ? SBW / 2 : SBW;
+        const int g = lane >> 2, h = HALF && PPS >= 2 && (lane & 3) >= 2;
+        const uint32_t *sp = (const uint32_t *)(up + 64) + g * SBW + h * NW;
+        if (NW == 2) {
+            const uint2 v = *(const uint2 *)sp;
             s.sb[0] = v.x;
             s.sb[1] = v.y;
         } else {
 #pragma unroll
-            for (int k = 0; k < SBW / 4; k++) {
-                const uint4 v = up[64 + g * (SBW / 4) + k];
+            for (int k = 0; k < NW / 4; k++) {
+                const uint4 v = ((const uint4 *)sp)[k];
                 s.sb[4 * k] = v.x;
                 s.sb[4 * k + 1] = v.y;
                 s.sb[4 * k + 2] = v.z;

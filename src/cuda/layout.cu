@@ -6,7 +6,9 @@
  * of row rb*16+g and 4 words of row rb*16+g+8, interleaved as gcu_unit_q_w32 says. Word i
  * of lane t is the original word ow(t, i) of the span, chosen so that the four lanes t = 0..3
  * holding word i all hold the same scale group (an mma sums over those four lanes). After the
- * 1024 bytes of words come the scale/bias pairs, per g: row g's pieces, then row g+8's. Dense
+ * 1024 bytes of words come the scale/bias pairs, per g, per piece: row g's, then row g+8's
+ * (mv_scales_of; so that the integer path's lanes load their own pieces only, with no selects:
+ * tma_unit_load_i8, session 48; until then per g all of row g's pieces, then row g+8's). Dense
  * bf16 unit: lane (g, t) holds columns span*32 + t*8 .. +8 of rows g and g+8, in the same two
  * words. */
 #include <stdlib.h>
@@ -120,7 +122,7 @@ static void tile_unit_q(const gcu_mat *M, const gcu_rowsrc rs[16], int s, uint8_
         for (int half = 0; half < 2; half++)
             for (int pc = 0; pc < f->pps; pc++) {
                 const gcu_rowsrc *r = &rs[g + 8 * half];
-                uint8_t *o = sb + ((g * 2 + half) * f->pps + pc) * sbsz;
+                uint8_t *o = sb + ((g * f->pps + pc) * 2 + half) * sbsz;
                 int64_t gi = ((int64_t)s * 128 + pc * pn) / f->gn;
                 int64_t ng = r->m ? r->m->cols / r->m->group_size : 0;
                 if (!r->m || gi >= ng) {

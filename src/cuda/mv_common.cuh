@@ -136,20 +136,21 @@ __device__ __forceinline__ void mv_load(MvSlot<KIND, PPS, SBF32> &s, const MvArg
 }
 
 /* Scale and bias of piece pc for rows g (sg, bg) and g+8 (sh, bh), from lane group g's scale
- * words sb (a unit's, after its nibbles: in registers or, for prefill_gemm.cu, in shared memory). */
+ * words sb (a unit's, after its nibbles: in registers or, for prefill_gemm.cu, in shared memory;
+ * per piece row g's pair, then row g + 8's: layout.cu). */
 template <int PPS, bool SBF32>
 __device__ __forceinline__ void mv_scales_of(const uint32_t *sb, int pc, float *sg, float *bg, float *sh,
                                              float *bh) {
     if (SBF32) {
-        *sg = __uint_as_float(sb[2 * pc]);
-        *bg = __uint_as_float(sb[2 * pc + 1]);
-        *sh = __uint_as_float(sb[2 * PPS + 2 * pc]);
-        *bh = __uint_as_float(sb[2 * PPS + 2 * pc + 1]);
+        *sg = __uint_as_float(sb[4 * pc]);
+        *bg = __uint_as_float(sb[4 * pc + 1]);
+        *sh = __uint_as_float(sb[4 * pc + 2]);
+        *bh = __uint_as_float(sb[4 * pc + 3]);
     } else {
-        *sg = gcu_bf16lo(sb[pc]);
-        *bg = gcu_bf16hi(sb[pc]);
-        *sh = gcu_bf16lo(sb[PPS + pc]);
-        *bh = gcu_bf16hi(sb[PPS + pc]);
+        *sg = gcu_bf16lo(sb[2 * pc]);
+        *bg = gcu_bf16hi(sb[2 * pc]);
+        *sh = gcu_bf16lo(sb[2 * pc + 1]);
+        *bh = gcu_bf16hi(sb[2 * pc + 1]);
     }
 }
 /* mv_scales_of for group e, or (up) group e + PPS / 2: the integer path's lanes t = 2, 3 scale
@@ -160,12 +161,12 @@ __device__ __forceinline__ void mv_scales_pick(const uint32_t *sb, int e, bool u
                                                float *bh) {
     constexpr int H = PPS / 2;
     if (SBF32) {
-        *sg = __uint_as_float(up ? sb[2 * (e + H)] : sb[2 * e]);
-        *bg = __uint_as_float(up ? sb[2 * (e + H) + 1] : sb[2 * e + 1]);
-        *sh = __uint_as_float(up ? sb[2 * PPS + 2 * (e + H)] : sb[2 * PPS + 2 * e]);
-        *bh = __uint_as_float(up ? sb[2 * PPS + 2 * (e + H) + 1] : sb[2 * PPS + 2 * e + 1]);
+        *sg = __uint_as_float(up ? sb[4 * (e + H)] : sb[4 * e]);
+        *bg = __uint_as_float(up ? sb[4 * (e + H) + 1] : sb[4 * e + 1]);
+        *sh = __uint_as_float(up ? sb[4 * (e + H) + 2] : sb[4 * e + 2]);
+        *bh = __uint_as_float(up ? sb[4 * (e + H) + 3] : sb[4 * e + 3]);
     } else {
-        const uint32_t wg = up ? sb[e + H] : sb[e], wh = up ? sb[PPS + e + H] : sb[PPS + e];
+        const uint32_t wg = up ? sb[2 * (e + H)] : sb[2 * e], wh = up ? sb[2 * (e + H) + 1] : sb[2 * e + 1];
         *sg = gcu_bf16lo(wg);
         *bg = gcu_bf16hi(wg);
         *sh = gcu_bf16lo(wh);
