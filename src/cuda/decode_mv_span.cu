@@ -196,6 +196,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     uint4 *ring = (uint4 *)((char *)dmv_smem + d.tring_off) + (size_t)warp * S * cstep;
     uint4 *scr = (uint4 *)((char *)dmv_smem + d.span_scr_off) + (size_t)warp * SPAN_SCRATCH_U4;
     uint64_t *bar = bars[warp];
+    const unsigned bar_sa = gcu_smem_addr(bar); /* slot j's barrier at bar_sa + 8 j (gcu_mbar_wait_sa) */
     const uint64_t pol = mv_policy();
     if (threadIdx.x == 0) dmv_stamp(d, 0);
     const long long t_start = clock64(); /* GLIM_CUDA_L2PF_DELAY counts from here */
@@ -209,6 +210,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
      * 64-bit index arithmetic, which the whole warp waited for (ncu, session 26: a quarter of the
      * loop's instructions were the refill). */
     int rq_pair = 0, rq_item = 0;
+    int rq_rb = 0, rq_sf = 0; /* the next request's first row block and span (d.tmap's coordinates) */
     const uint4 *rq_src = a.w;
     const size_t rq_istep = (size_t)w.H * nspan * uw;
     unsigned rq_bytes = 0;
@@ -219,13 +221,33 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         span_chunk(w, rq_pair, 0, &rb, &sf, &n);
         rq_src = a.w + ((size_t)rb * nspan + sf) * uw;
         rq_bytes = (unsigned)n * ub;
+        rq_rb = rb;
+        rq_sf = sf;
     };
     pair_start();
-    auto request = [&](uint64_t *sbar, uint4 *dst) -> bool {
+    auto request = [&](unsigned sbar, uint4 *dst) -> bool {
         if (rq_pair >= npair || nwr == 0) return false;
-        const uint4 *src = rq_src;
-        const unsigned bytes = rq_bytes;
         const bool second = rpc == 2 && rq_item + 1 < nwr; /* the chunk's second row block */
+        /* timing diagnostics: 4 no bytes, the phase completes on this arrival; 9 two requests in
+         * seven without bytes, the rest with them: the bytes per unit of compute an H200 leaves
+         * (its copy bandwidth 1.40 times an H100's: 5/7 = 0.71 of the bytes), so that an H100
+         * shows which loops an H200 would find compute-bound */
+        const bool nob = d.diag_ring == 4 || (d.diag_ring == 9 && rq_n++ % 7u < 2u);
+        if (nob) {
+            gcu_mbar_expect_tx_sa(sbar, 0);
+        } else {
+            /* the row blocks' units one after the other in the slot, both copies on one barrier;
+             * issued before the source advances, so that no copy of the old source and size is
+             * kept across the advance's branches (9 register moves a chunk, session 48) */
+            const unsigned dsa = gcu_smem_addr(dst);
+            gcu_mbar_expect_tx_sa(sbar, second ? 2 * rq_bytes : rq_bytes);
+            if (second && d.tmap && rq_bytes == 2 * ub) { /* a full chunk: one tensor copy */
+                gcu_tensor3_g2s_sa(dsa, d.tmap, 0, rq_sf, rq_rb, sbar, pol);
+            } else {
+                gcu_bulk_g2s_sa(dsa, rq_src, rq_bytes, sbar, pol);
+                if (second) gcu_bulk_g2s_sa(dsa + rq_bytes, rq_src + rq_istep, rq_bytes, sbar, pol);
+            }
+        }
         /* (one row block a chunk: `++rq_item == nwr`, main's test before session 28, whose code
          * the one-row instance keeps exactly) */
         if (rpc == 1 ? ++rq_item == nwr : (rq_item += rpc) >= nwr) { /* once per pair: rare */
@@ -234,20 +256,8 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             pair_start();
         } else {
             rq_src += rpc * rq_istep;
+            rq_rb += rpc * w.H;
         }
-        /* timing diagnostics: 4 no bytes, the phase completes on this arrival; 9 two requests in
-         * seven without bytes, the rest with them: the bytes per unit of compute an H200 leaves
-         * (its copy bandwidth 1.40 times an H100's: 5/7 = 0.71 of the bytes), so that an H100
-         * shows which loops an H200 would find compute-bound */
-        const bool nob = d.diag_ring == 4 || (d.diag_ring == 9 && rq_n++ % 7u < 2u);
-        if (nob) {
-            gcu_mbar_expect_tx(sbar, 0);
-            return true;
-        }
-        /* the row blocks' units one after the other in the slot, both copies on one barrier */
-        gcu_mbar_expect_tx(sbar, second ? 2 * bytes : bytes);
-        gcu_bulk_g2s(dst, src, bytes, sbar, pol);
-        if (second) gcu_bulk_g2s((char *)dst + bytes, src + rq_istep, bytes, sbar, pol);
         return true;
     };
     if (lane == 0) {
@@ -258,7 +268,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         gcu_mbar_init_fence();
         /* LATE (GLIM_CUDA_SPAN_LATE's products): one slot before the wait, half the bytes
          * requested while the previous kernel (for o_proj, attention) still runs */
-        for (int j = 0; j < (LATE ? 1 : S) && request(&bar[j], ring + j * cstep); j++) {
+        for (int j = 0; j < (LATE ? 1 : S) && request(bar_sa + 8 * j, ring + j * cstep); j++) {
         }
     }
     __syncwarp();
@@ -282,7 +292,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     if (rows) tma_rows<SPEC >= 3 ? 1 : -1>(d, m, scratch, wa, wo); /* SPEC 3: late_norm == rows */
     if constexpr (LATE) { /* the ring's other slots, before lane 0's loop refills */
         if (lane == 0)
-            for (int j = 1; j < S && request(&bar[j], ring + j * cstep); j++) {
+            for (int j = 1; j < S && request(bar_sa + 8 * j, ring + j * cstep); j++) {
             }
     }
     if (threadIdx.x == 0) dmv_stamp(d, 2);
@@ -348,7 +358,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     /* one chunk: a row block's n units into aA and, with second, the next row block's into aB
      * (each row block's sums in the same order as with a chunk per row block: the same bits) */
     auto chunk = [&](float *aA, float *aB, int n, bool second, auto mk) {
-        gcu_mbar_wait(&bar[slot], phase);
+        gcu_mbar_wait_sa(bar_sa + 8 * slot, phase);
         units(up, aA, n, mk);
         if (second) units(up + n * uw, aB, n, SpanFlag<false>());
         /* the chunk's bytes (and the scratch's group sums) are read by every lane: refill its
@@ -356,7 +366,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         __syncwarp();
         if (lane == 0) {
             gcu_fence_proxy_async();
-            request(&bar[slot], up);
+            request(bar_sa + 8 * slot, up);
         }
         up += cstep;
         if (++slot == S) {
