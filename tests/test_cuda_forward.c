@@ -605,18 +605,6 @@ static void span_chunk_bits(void) {
     static const char *const row0[] = {"1", "15", "15", "1", "1", "1", "1", "0", "0"};
     switch_bits_of("span_row0_two", wide, 2 * wide.sliding_window + 3, 9, rnames, off, row0, gcu_dmv_two_count,
                    wide.n_layers);
-    /* GLIM_CUDA_SPAN_TMAP=1 (a full chunk of 2 x 2 units by one tensor copy through the matrix's
-     * tensor map instead of a bulk copy per row block): the same bytes in the same places of the
-     * slot, so the same bits; a box at the wrong coordinates, or in another order than the bulk
-     * copies', would show. Down's 11 spans leave some warps a last single span, which keeps the
-     * bulk copies: both paths run. */
-    static const char *const tnames[] = {"GLIM_CUDA_SPAN_TMAP", "GLIM_CUDA_SPAN_TWO", "GLIM_CUDA_SPAN",
-                                         "GLIM_CUDA_SPAN_ACC", "GLIM_CUDA_TMA", "GLIM_CUDA_I8", "GLIM_CUDA_FAST",
-                                         "GLIM_CUDA_CHAIN", "GLIM_CUDA_DYN"};
-    static const char *const toff[] = {"0", "13", "15", "1", "1", "1", "1", "0", "0"};
-    static const char *const ton[] = {"1", "13", "15", "1", "1", "1", "1", "0", "0"};
-    switch_bits_of("span_tmap", wide, 2 * wide.sliding_window + 3, 9, tnames, toff, ton, gcu_dmv_tmap_count,
-                   wide.n_layers);
 }
 
 /* GLIM_CUDA_SPAN_SPEC=1, 2, 3 and 4 (the LATE instance with the stamps, the no-bytes diagnostic,

@@ -194,10 +194,6 @@ typedef struct gcu_options {
                        (the loops compute-bound, as an H200's are) +1.8 %, RESULTS v39; 13, qkvg,
                        gate/up and down, with span_row0, the default since session 46: +0.4 / +1.0 / +1.1 %
                        on an H100, +3.0 % without weight bytes, RESULTS v47) */
-    int span_tmap;  /* the span kernel's chunks of 2 x 2 units by one tensor copy each through the
-                       matrix's tensor map (tensor_map.cu) instead of a bulk copy per row block
-                       (GLIM_CUDA_SPAN_TMAP, 0: the bulk copies, the default: the tensor copies
-                       measured 0.7-0.9 % slower on an H100 in session 48) */
     int span_row0;  /* the span kernel's NORM/RESID row at the start of its shared memory, without
                        k_dmv_tma's staging area before it, which it does not use (~30 KB at the
                        30B's 6656 columns; RAW products none), so that two slots of two row blocks
@@ -389,8 +385,6 @@ long gcu_dmv_even_count(void);
 /* Of those, the launches with two row blocks a chunk (GLIM_CUDA_SPAN_TWO) and those on a LATE
  * instance (GLIM_CUDA_SPAN_LATE), for tests. */
 long gcu_dmv_two_count(void);
-/* Of those, the launches whose chunks came by tensor copies (GLIM_CUDA_SPAN_TMAP), for tests. */
-long gcu_dmv_tmap_count(void);
 long gcu_dmv_late_count(void);
 /* of those, on the instance with the diagnostics compiled out (GLIM_CUDA_SPAN_SPEC), at the level
  * asked for (a call that falls back to a lower level is not counted) */

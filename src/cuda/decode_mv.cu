@@ -508,10 +508,6 @@ static int dmv_span_plan(const gcu_dmv_call *c, DmvArgs *d, const void **fn, int
     d->span_rpc = rpc;
     d->tring_off = (int)off;
     d->span_row0 = c->span_row0 != 0;
-    /* full chunks (2 row blocks at 2 spans) by the matrix's tensor map: row blocks rb, rb + 1
-     * (one row group), the ring's slots 128-byte aligned as tensor copies want them */
-    d->tmap = c->span_tmap && m->tmap && rpc == 2 && H == 1 && off % 128 == 0 && slot_bytes % 128 == 0 ? m->tmap
-                                                                                                   : NULL;
     return 1;
 }
 
@@ -618,8 +614,6 @@ static long even_count; /* of those, on fewer blocks by span_even or span_blocks
 extern "C" long gcu_dmv_even_count(void) { return even_count; }
 static long two_count; /* of those, two row blocks a chunk (gcu_dmv_two_count) */
 extern "C" long gcu_dmv_two_count(void) { return two_count; }
-static long tmap_count; /* of those, chunks by tensor copies (gcu_dmv_tmap_count) */
-extern "C" long gcu_dmv_tmap_count(void) { return tmap_count; }
 static long late_count; /* of those, on the LATE instance (gcu_dmv_late_count) */
 extern "C" long gcu_dmv_late_count(void) { return late_count; }
 static long spec_count; /* of those, on its SPEC instance at the level asked for (gcu_dmv_spec_count) */
@@ -649,7 +643,6 @@ extern "C" glim_status gcu_dmv_launch(const gcu_dmv_call *c, cudaStream_t st, gl
     if (s == GLIM_OK && d.span_warps) span_count++;
     if (s == GLIM_OK && d.span_warps && d.span_fewer) even_count++;
     if (s == GLIM_OK && d.span_warps && d.span_rpc == 2) two_count++;
-    if (s == GLIM_OK && d.span_warps && d.tmap) tmap_count++;
     if (s == GLIM_OK && d.span_warps && d.span_late) late_count++;
     if (s == GLIM_OK && d.span_warps && d.l2pf.n) l2pf_count++;
     if (s == GLIM_OK && d.span_warps && d.tslots > 2) deep_count++;

@@ -87,7 +87,6 @@ struct DmvArgs {
     int span_spec_run; /* host's note: the SPEC instance's level (GLIM_CUDA_SPAN_SPEC, or lower
                         * where the call needs more of the general one), 0 off it */
     int span_row0; /* k_dmv_span: its NORM/RESID row at offset 0 (gcu_dmv_call.span_row0) */
-    const void *tmap; /* k_dmv_span: the matrix's tensor map for full chunks (gcu_dmv_call.span_tmap), or NULL */
     int span_ahead_run; /* host's note: on an AHEAD instance (GLIM_CUDA_SPAN_AHEAD) */
     gcu_l2pf l2pf; /* k_dmv_span: the call's L2 prefetch, checked (dmv_args) */
 };

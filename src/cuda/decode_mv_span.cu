@@ -210,7 +210,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
      * 64-bit index arithmetic, which the whole warp waited for (ncu, session 26: a quarter of the
      * loop's instructions were the refill). */
     int rq_pair = 0, rq_item = 0;
-    int rq_rb = 0, rq_sf = 0; /* the next request's first row block and span (d.tmap's coordinates) */
     const uint4 *rq_src = a.w;
     const size_t rq_istep = (size_t)w.H * nspan * uw;
     unsigned rq_bytes = 0;
@@ -221,8 +220,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
         span_chunk(w, rq_pair, 0, &rb, &sf, &n);
         rq_src = a.w + ((size_t)rb * nspan + sf) * uw;
         rq_bytes = (unsigned)n * ub;
-        rq_rb = rb;
-        rq_sf = sf;
     };
     pair_start();
     auto request = [&](unsigned sbar, uint4 *dst) -> bool {
@@ -241,12 +238,8 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
              * kept across the advance's branches (9 register moves a chunk, session 48) */
             const unsigned dsa = gcu_smem_addr(dst);
             gcu_mbar_expect_tx_sa(sbar, second ? 2 * rq_bytes : rq_bytes);
-            if (second && d.tmap && rq_bytes == 2 * ub) { /* a full chunk: one tensor copy */
-                gcu_tensor3_g2s_sa(dsa, d.tmap, 0, rq_sf, rq_rb, sbar, pol);
-            } else {
-                gcu_bulk_g2s_sa(dsa, rq_src, rq_bytes, sbar, pol);
-                if (second) gcu_bulk_g2s_sa(dsa + rq_bytes, rq_src + rq_istep, rq_bytes, sbar, pol);
-            }
+            gcu_bulk_g2s_sa(dsa, rq_src, rq_bytes, sbar, pol);
+            if (second) gcu_bulk_g2s_sa(dsa + rq_bytes, rq_src + rq_istep, rq_bytes, sbar, pol);
         }
         /* (one row block a chunk: `++rq_item == nwr`, main's test before session 28, whose code
          * the one-row instance keeps exactly) */
@@ -256,7 +249,6 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
             pair_start();
         } else {
             rq_src += rpc * rq_istep;
-            rq_rb += rpc * w.H;
         }
         return true;
     };

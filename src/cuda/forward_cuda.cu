@@ -600,7 +600,6 @@ static gcu_dmv_call dmv_make(gcu_session *s, const gcu_mat *M, int pro, int K, c
     c.span_late = (g->opt.span_late & pb) != 0;
     c.span_spec = g->opt.span_spec;
     c.span_row0 = g->opt.span_row0;
-    c.span_tmap = g->opt.span_tmap;
     c.span_ahead = (g->opt.span_ahead & pb) != 0;
     c.span_even = (g->opt.span_even & pb) != 0;
     c.span_blocks = pb >= 1 && pb <= 8 ? g->opt.span_blocks[__builtin_ctz(pb)] : 0; /* [0..3] by the bit */

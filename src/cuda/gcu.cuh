@@ -80,11 +80,8 @@ typedef struct gcu_mat {
     int nrb;         /* row blocks of 16 */
     int unit_bytes;  /* bytes of one (rb, span) unit */
     uint4 *w;        /* [nrb][nspan] units */
-    size_t bytes;    /* of the units (the allocation holds the tensor map too: gcu_mat_alloc) */
-    const void *tmap; /* device: the span kernel's CUtensorMap of 2 x 2 units (tensor_map.cu), or NULL */
+    size_t bytes;
 } gcu_mat;
-
-#define GCU_TMAP_BYTES 128 /* sizeof(CUtensorMap); it sits 128-byte aligned after the units */
 
 /* A source row of a fused matrix: matrix m's row r, or zeros when m == NULL. */
 typedef struct gcu_rowsrc {
@@ -118,10 +115,6 @@ glim_status gcu_mat_upload(gcu_mat *m, void (*src)(void *ctx, int r, gcu_rowsrc 
 /* Random tiles on the device (synthetic models). */
 glim_status gcu_mat_random(gcu_mat *m, uint64_t seed, float scale, cudaStream_t st,
                            glim_error *err);
-/* ---- tensor_map.cu ---- */
-/* Encodes m's tensor map into dev (GCU_TMAP_BYTES of device memory) and sets m->tmap; leaves it
- * NULL (and returns GLIM_OK) where the driver or the shape declines. */
-glim_status gcu_mat_tmap(gcu_mat *m, void *dev, glim_error *err);
 
 /* ---- qmatvec.cu ---- */
 typedef struct gcu_mv_call {
@@ -297,8 +290,6 @@ typedef struct gcu_dmv_call {
     /* span_row0: the span kernel's NORM/RESID row at offset 0 of its shared memory, the rest
      * after it, without k_dmv_tma's staging area (which it does not use) */
     int span_row0;
-    /* span_tmap: full chunks by one tensor copy through m->tmap where it has one (opt.span_tmap) */
-    int span_tmap;
     /* span_ahead: on the LATE instance (general or SPEC 4), each pair's digits made during the
      * previous pair's last chunk (opt.span_ahead, a mask as span) */
     int span_ahead;
@@ -601,7 +592,9 @@ __device__ __forceinline__ void gcu_mbar_wait_sa(unsigned a, unsigned parity) {
                      : "=r"(done) : "r"(a), "r"(parity) : "memory");
     } while (!done);
 }
-__device__ __forceinline__ void gcu_mbar_wait(uint64_t *bar, unsigned parity) { gcu_mbar_wait_sa(gcu_smem_addr(bar), parity); }
+__device__ __forceinline__ void gcu_mbar_wait(uint64_t *bar, unsigned parity) {
+    gcu_mbar_wait_sa(gcu_smem_addr(bar), parity);
+}
 /* Whether the phase of bar with this parity has completed, without waiting: a thread that sees
  * it complete has the phase's bytes visible, as after gcu_mbar_wait. */
 __device__ __forceinline__ bool gcu_mbar_test(uint64_t *bar, unsigned parity) {
@@ -632,16 +625,6 @@ __device__ __forceinline__ void gcu_bulk_g2s_sa(unsigned dst, const void *src, u
                                                 uint64_t pol) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
                  " [%0], [%1], %2, [%3], %4;" ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(pol)
-                 : "memory");
-}
-/* The tensor map tmap's box at element coordinates (c0, c1, c2) into shared dst by the copy
- * engine, completing on bar (the box's bytes, whole: the span kernel's boxes lie inside the
- * array); pol: L2 hint. tmap: a CUtensorMap in global memory (tensor_map.cu). */
-__device__ __forceinline__ void gcu_tensor3_g2s_sa(unsigned dst, const void *tmap, int c0, int c1, int c2, unsigned bar,
-                                                   uint64_t pol) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst), "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
-                 "l"(pol)
                  : "memory");
 }
 __device__ __forceinline__ void gcu_bulk_g2s(void *dst, const void *src, unsigned bytes, uint64_t *bar,

@@ -62,7 +62,6 @@ extern "C" void gcu_mat_geometry(gcu_mat *m, const gcu_xfmt *f, int sbf32, int r
     m->nrb = (rows + 15) / 16;
     m->unit_bytes = f->kind == GCU_KIND_DENSE ? 1024 : 1024 + 16 * f->pps * (sbf32 ? 8 : 4);
     m->bytes = (size_t)m->nrb * (size_t)f->nspan * (size_t)m->unit_bytes;
-    m->tmap = NULL; /* (gcu_mat_alloc's) */
 }
 
 extern "C" glim_status gcu_mat_format_of(const glim_matrix *W, gcu_xfmt *f, int *sbf32,
@@ -179,16 +178,6 @@ extern "C" void gcu_tile_rows(const gcu_mat *m, void (*src)(void *, int, gcu_row
 
 #define GCU_UPLOAD_CHUNK (32u << 20)
 
-/* m->w for m->bytes of units and, 128-byte aligned after them, the tensor map (gcu_mat_tmap), so
- * that the one cudaFree(m->w) of every owner frees both. */
-static glim_status gcu_mat_alloc(gcu_mat *m, glim_error *err) {
-    const size_t at = (m->bytes + 127) & ~(size_t)127;
-    m->tmap = NULL;
-    glim_status s = gcu_check(cudaMalloc((void **)&m->w, at + GCU_TMAP_BYTES), "allocating weights", err);
-    if (s == GLIM_OK) s = gcu_mat_tmap(m, (char *)m->w + at, err);
-    return s;
-}
-
 extern "C" glim_status gcu_mat_upload(gcu_mat *m, void (*src)(void *, int, gcu_rowsrc *),
                                       void *ctx, glim_error *err) {
     static void *pinned[2];
@@ -204,7 +193,8 @@ extern "C" glim_status gcu_mat_upload(gcu_mat *m, void (*src)(void *, int, gcu_r
                 return s;
         }
     }
-    if ((s = gcu_mat_alloc(m, err)) != GLIM_OK) return s;
+    if ((s = gcu_check(cudaMalloc((void **)&m->w, m->bytes), "allocating weights", err)) != GLIM_OK)
+        return s;
     size_t rb_bytes = (size_t)m->f.nspan * m->unit_bytes;
     int per = (int)(GCU_UPLOAD_CHUNK / rb_bytes);
     if (per < 1) {
@@ -271,7 +261,8 @@ __global__ void k_random_tiles(uint32_t *w, size_t nwords, int unit_words, int k
 extern "C" glim_status gcu_mat_random(gcu_mat *m, uint64_t seed, float sd, cudaStream_t st,
                                       glim_error *err) {
     glim_status s;
-    if ((s = gcu_mat_alloc(m, err)) != GLIM_OK) return s;
+    if ((s = gcu_check(cudaMalloc((void **)&m->w, m->bytes), "allocating weights", err)) != GLIM_OK)
+        return s;
     size_t nwords = m->bytes / 4;
     k_random_tiles<<<4 * gcu_sm_count(), 256, 0, st>>>((uint32_t *)m->w, nwords,
                                                        m->unit_bytes / 4, m->f.kind, m->f.pps,

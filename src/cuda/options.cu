@@ -118,11 +118,6 @@ extern "C" gcu_options gcu_options_default(void) {
     o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 13);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
     o.span_row0 = env_int("GLIM_CUDA_SPAN_ROW0", 1);
-    /* session 48 (H100, 4 alternating rounds, RESULTS v51): 178.1 / 169.1 / 161.8 tok/s with the
-     * tensor copies against 179.7 / 170.6 / 162.9 without (-0.9 / -0.9 / -0.7 %), though the
-     * refill is ~10 instructions a chunk shorter; without weight bytes no copy runs either way.
-     * Off; the code and its bits test stay for an H200's call */
-    o.span_tmap = env_int("GLIM_CUDA_SPAN_TMAP", 0);
     /* session 40 (H100, 3 rounds, RESULTS v42): 175.8 against 176.3 tok/s with the weight bytes,
      * 235.9 against 229.4 without them (+2.8 %: down's loop 17.5 -> 16.7 us, gate/up's 26.5 ->
      * 25.4), the regime of an H200's compute-bound loops; off until measured there. Session 46
