@@ -37,7 +37,8 @@
  * k 0..15, the same rows at k 16..31: dmv_i8_pair_mma), which the registers of a load take as
  * they are. Until session 48 a 16-byte word was one row's four words, and every instruction's
  * operand was gathered from two loads by register moves: the span loop's chunk (its SPEC
- * instance, from the wait to the refill) had 55 moves in 372 instructions, now 20 in 331.
+ * instance, from the wait to the refill) had 55 moves in 372 instructions, 20 in 331 after this
+ * change alone (bench/RESULTS.md v51).
  * mv_q_rows (mv_common.cuh) gives the rows back to the other readers. */
 #define gcu_unit_q_w32(lane, half, i) (gcu_unit_u4(lane, (i) & 1) * 4 + ((i) >> 1) * 2 + (half))
 #ifdef __cplusplus

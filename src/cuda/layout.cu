@@ -8,7 +8,7 @@
  * holding word i all hold the same scale group (an mma sums over those four lanes). After the
  * 1024 bytes of words come the scale/bias pairs, per g, per piece: row g's, then row g+8's
  * (mv_scales_of; so that the integer path's lanes load their own pieces only, with no selects:
- * tma_unit_load_i8, session 48; until then per g all of row g's pieces, then row g+8's). Dense
+ * tma_unit_load's HALF, session 48; until then per g all of row g's pieces, then row g+8's). Dense
  * bf16 unit: lane (g, t) holds columns span*32 + t*8 .. +8 of rows g and g+8, in the same two
  * words. */
 #include <stdlib.h>

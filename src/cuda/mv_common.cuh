@@ -108,8 +108,8 @@ __device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uin
                                           uint64_t pol) {
     s.a0 = mv_ld(up + gcu_unit_u4(lane, 0), pol);
     s.a1 = mv_ld(up + gcu_unit_u4(lane, 1), pol);
-    if (KIND == GCU_KIND_Q) mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
     if (KIND == GCU_KIND_Q) {
+        mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;
         if (SBW == 2) {
