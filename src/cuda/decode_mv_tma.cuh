@@ -22,7 +22,7 @@ __device__ __forceinline__ void tma_unit_load(MvSlot<KIND, PPS, SBF32> &s, const
     s.a0 = up[gcu_unit_u4(lane, 0)];
     s.a1 = up[gcu_unit_u4(lane, 1)];
     if (KIND == GCU_KIND_Q) {
-        mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
+        mv_q_rows(s.a0, s.a1);
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW, NW = HALF && PPS >= 2 ? SBW / 2 : SBW;
         const int g = lane >> 2, h = HALF && PPS >= 2 && (lane & 3) >= 2;
         const uint32_t *sp = (const uint32_t *)(up + 64) + g * SBW + h * NW;

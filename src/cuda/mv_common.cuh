@@ -94,12 +94,14 @@ struct MvSlot {
     uint32_t sb[SBW];
 };
 
-/* A lane's rows of an MLX unit from its two 16-byte words q0, q1 as laid out (gcu_unit_q_w32):
- * a0 its 4 words of row g, a1 of row g + 8. A renaming of registers: where a reader uses the
- * words as laid out (dmv_i8_pair_mma: q0 and q1 are its A operands) no instruction is left. */
-__device__ __forceinline__ void mv_q_rows(const uint4 &q0, const uint4 &q1, uint4 *a0, uint4 *a1) {
-    *a0 = make_uint4(q0.x, q1.x, q0.z, q1.z);
-    *a1 = make_uint4(q0.y, q1.y, q0.w, q1.w);
+/* A lane's rows of an MLX unit in place: from its two 16-byte words as laid out
+ * (gcu_unit_q_w32) in a0, a1 to its 4 words of row g in a0 and of row g + 8 in a1. A renaming
+ * of registers: where a reader uses the words as laid out (dmv_i8_pair_mma: they are its A
+ * operands) no instruction is left. */
+__device__ __forceinline__ void mv_q_rows(uint4 &a0, uint4 &a1) {
+    const uint4 q0 = a0, q1 = a1;
+    a0 = make_uint4(q0.x, q1.x, q0.z, q1.z);
+    a1 = make_uint4(q0.y, q1.y, q0.w, q1.w);
 }
 
 /* Loads one unit at up (running pointer). */
@@ -109,7 +111,7 @@ __device__ __forceinline__ void mv_load_p(MvSlot<KIND, PPS, SBF32> &s, const uin
     s.a0 = mv_ld(up + gcu_unit_u4(lane, 0), pol);
     s.a1 = mv_ld(up + gcu_unit_u4(lane, 1), pol);
     if (KIND == GCU_KIND_Q) {
-        mv_q_rows(uint4(s.a0), uint4(s.a1), &s.a0, &s.a1);
+        mv_q_rows(s.a0, s.a1);
         constexpr int SBW = MvSlot<KIND, PPS, SBF32>::SBW;
         const int g = lane >> 2;
         if (SBW == 2) {

@@ -250,11 +250,10 @@ __device__ __forceinline__ void pf_zero(float v[PF_UPW][NB][4]) {
  * with 2 or 4 n-blocks, whose 128 registers spill with them held, and the 8-n-block instance,
  * whose 2-piece instances spilled 56 bytes with them held) word i is read where the 32 input
  * columns it covers are used. The scales are read per piece. */
-__device__ __forceinline__ uint32_t pf_word(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 /* Word i of the lane's row g (half 0) or g + 8 (half 1) from its two 16-byte words as laid out
  * (gcu_unit_q_w32). */
 __device__ __forceinline__ uint32_t pf_qword(const uint4 hw[2], int half, int i) {
-    return pf_word(hw[i & 1], (i >> 1) * 2 + half);
+    return u4w(hw[i & 1], (i >> 1) * 2 + half);
 }
 
 /* Piece pc's scales of rows g and g + 8 of the unit at u (lane group g's scale words follow the
