@@ -23,6 +23,8 @@
                                     * 4 banks apart, so a fragment's 8 rows hit 32 banks */
 #define AT_BATCH 4 /* partials of one thread the merge has in flight together (outputs < threads) */
 #define AT_MLOADS 12 /* the same with several outputs per thread: loads in flight over all of them */
+#define AT_GPRE 2 /* outputs per thread whose gates a single split's block loads before its tiles:
+                   * all of them up to G D / 4 = 2 x threads (16 heads of D 128, the 30B's decode) */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
@@ -451,16 +453,31 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
 }
 
 /* The parallel merge (gcu_attn_call.pmerge): head h of the nsp splits' partials at base, by the
- * whole block. The splits' maxima and sums of head h in one round trip; warp 0 turns them into
- * weights and the merged sum sm.l[h] as at_merge does for each head; then thread (part p, output
- * d4) sums splits p, p + P, ... (P = threads / (D/4)) with AT_PM_LOADS loads in flight, and the
- * parts are summed in order through sm.red. Returns the weighted sum of output tid (< D/4) in *o.
- * (Session 13, run 5: the outputs' loads issued with the maxima's, 16 in flight, one round trip
- * fewer: a sliding layer at 4k keys 16.2 -> 19.3 us; not kept.) */
+ * whole block. Thread (part p, output d4) sums splits p, p + P, ... (P = threads / (D/4)),
+ * AT_PM_LOADS at a time; with PRE (the decode instance, SPEC 2: in the others the registers
+ * spilled) its first AT_PM_LOADS partials are loaded before, and so in flight with, the splits'
+ * maxima and sums of head h, which warp 0 turns into weights and the merged sum
+ * sm.l[h] as at_merge does for each head: one round trip from the mergers' acquire to the
+ * weighted sums where nsp <= AT_PM_LOADS * P (64 splits of D 128: every split plan of the 30B),
+ * not two (session 49; the weights apply to the loaded values in the same order as before: the
+ * same bits). The parts are summed in order through sm.red. Returns the weighted sum of output
+ * tid (< D/4) in *o. (Session 13, run 5 issued 16 outputs' loads with the maxima's and measured
+ * a sliding layer at 4k keys 16.2 -> 19.3 us, then with the whole-block merge.) */
 #define AT_PM_LOADS 8
+template <bool PRE>
 __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                               float4 *o) {
     const int tid = threadIdx.x, lane = tid & 31, D4 = D / 4;
+    const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
+    const float *ob = base + h * D; /* split s's outputs of head h: (const float4 *)(ob + s pstride) */
+    float4 v[AT_PM_LOADS];
+    if (PRE) {
+#pragma unroll
+        for (int i = 0; i < AT_PM_LOADS; i++) {
+            const int s = part + i * P;
+            if (part < P && s < nsp) v[i] = __ldcg((const float4 *)(ob + s * pstride) + idx);
+        }
+    }
     for (int s = tid; s < nsp; s += GCU_ATT_THREADS) {
         sm.mw[s] = __ldcg(base + s * pstride + G * D + h);
         sm.ml[s] = __ldcg(base + s * pstride + G * D + G + h);
@@ -480,15 +497,15 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
         if (lane == 0) sm.l[h] = L;
     }
     __syncthreads();
-    const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (part < P)
         for (int s0 = part; s0 < nsp; s0 += AT_PM_LOADS * P) {
-            float4 v[AT_PM_LOADS];
+            if (!PRE || s0 != part) { /* past the first AT_PM_LOADS: a round trip each */
 #pragma unroll
-            for (int i = 0; i < AT_PM_LOADS; i++) {
-                const int s = s0 + i * P;
-                if (s < nsp) v[i] = __ldcg((const float4 *)(base + s * pstride + h * D) + idx);
+                for (int i = 0; i < AT_PM_LOADS; i++) {
+                    const int s = s0 + i * P;
+                    if (s < nsp) v[i] = __ldcg((const float4 *)(ob + s * pstride) + idx);
+                }
             }
 #pragma unroll
             for (int i = 0; i < AT_PM_LOADS; i++) {
@@ -515,13 +532,25 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
     __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
 }
 
+/* The gate of output d4 of the block's head h: elements 4 d4 .. of the head's gate in the qkvg
+ * row (the previous kernel's output: read after the wait). Loaded ahead of its use (at_body,
+ * at_finish), so that its round trip overlaps the tiles or the merge's wait instead of following
+ * them (session 49). */
+__device__ __forceinline__ float4 at_gate_load(const gcu_attn_call &a, const float *row, int head0, int h, int d4) {
+    return ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * a.D + (size_t)(head0 + h) * a.D))[d4];
+}
+
+/* The gates of a thread's first AT_GPRE outputs, loaded before the tiles (have) or not. */
+struct AtGates {
+    float4 g[AT_GPRE];
+    bool have;
+};
+
 /* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
- * sigmoid of its gate (elements 4 d4 .. of the head's gate in the qkvg row), stored to aout
- * (and to out when out != NULL). */
-__device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, const float *row, int t,
-                                              int head0, int h, int d4, float4 o, float *out) {
+ * sigmoid of its gate g (at_gate_load), stored to aout (and to out when out != NULL). */
+__device__ __forceinline__ void at_gate_store(const gcu_attn_call &a, const AtSmem &sm, float4 g, int t, int head0,
+                                              int h, int d4, float4 o, float *out) {
     const int D = a.D;
-    const float4 g = ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * D + (size_t)(head0 + h) * D))[d4];
     const float inv = 1.0f / sm.l[h];
     float4 r = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     r.x *= gcu_sigmoid(g.x);
@@ -740,7 +769,8 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
  * of the o_proj input is staged. Every return is the whole block's. */
 template <int SPEC>
 __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
-                                          const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
+                                          const AtRole &r, int HG, const float *row, float4 o[AT_MAXC],
+                                          AtGates gpre) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
@@ -770,13 +800,26 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
         /* the last Mg blocks to arrive merge (the last one alone without pmerge, or where the
          * splits are not all resident at once: a merger waits for the others to arrive) */
         const int Mg = pm ? min(min(G, nsp), a.pmerge) : 1;
-        if (tid == 0) *sm.flag = atomicAdd(&a.counters[grp], 1) - (nsp - Mg);
+        if (tid == 0) {
+            const int old = atomicAdd(&a.counters[grp], 1);
+            *sm.flag = old - (nsp - Mg);
+            /* the last to arrive read nsp - 1: with this fence its read is an acquire of every
+             * split's fenced partial, as the others' ld.acquire below is (bar.sync carries it to
+             * the block) */
+            if (old == nsp - 1) gcu_fence_gpu(a.fence_sc);
+        }
         __syncthreads();
         const int role = *sm.flag;
         if (role < 0) return;
         if (SPEC || Mg > 1) { /* SPEC: Mg >= 2 by the host's checks; said so, the whole-block merge
                                * below is not compiled in (with Mg 1 this branch is still right) */
-            if (tid == 0) {
+            /* the decode instance (SPEC 2; in SPEC 1 the registers spilled): the gate of this
+             * merger's first head, in flight while it waits for the others */
+            constexpr bool PRE = SPEC == 2;
+            float4 g0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (PRE && tid < D4 && role < G) g0 = at_gate_load(a, row, r.head0, role, tid);
+            /* the last to arrive (role Mg - 1) has every split already: no round trip to learn it */
+            if (tid == 0 && role != Mg - 1) {
                 const unsigned long long t0 = gcu_tl_now();
                 unsigned v, spins = 0;
                 for (;;) {
@@ -792,8 +835,9 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
             const float *base = a.part + (size_t)grp * a.nsplit * pstride;
             for (int h = role; h < G; h += Mg) {
                 float4 ov;
-                at_merge_head(base, pstride, sm, G, D, nsp, h, &ov);
-                if (tid < D4) at_gate_store(a, sm, row, t, r.head0, h, tid, ov, NULL);
+                at_merge_head<PRE>(base, pstride, sm, G, D, nsp, h, &ov);
+                if (tid < D4)
+                    at_gate_store(a, sm, PRE && h == role ? g0 : at_gate_load(a, row, r.head0, h, tid), t, r.head0, h, tid, ov, NULL);
             }
             /* the last merger done resets both counters for the next launch */
             if (tid == 0 && atomicAdd(&a.counters[ngrp + grp], 1) == Mg - 1) {
@@ -812,7 +856,8 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        at_gate_store(a, sm, row, t, r.head0, h, d4, o[c], out);
+        at_gate_store(a, sm, c < AT_GPRE && gpre.have ? gpre.g[c] : at_gate_load(a, row, r.head0, h, d4), t, r.head0, h,
+                      d4, o[c], out);
     }
     if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
@@ -866,6 +911,8 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const bool mma = SPEC == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
     float4 o[AT_MAXC];
     float omma[2][4]; /* mma path: o as fragments */
+    AtGates gpre; /* with a single split: the gates of this thread's first outputs */
+    gpre.have = false;
     /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
      * wait, while the previous kernel's last blocks finish: q from the row as it stands (the
      * previous token's) and the split's first tile only, nothing written but this block's shared
@@ -887,6 +934,17 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             gcu_tl_mark(a.tl, GCU_TL_RELEASE);
             if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
             if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
+            /* the decode instances' block with the only split stores its outputs itself: their
+             * gates in flight during the q preparation and the tiles (at_gate_load; in the
+             * general instances the registers spilled) */
+            if (SPEC == 2 && r.nsp == 1) {
+                gpre.have = true;
+#pragma unroll
+                for (int c = 0; c < AT_GPRE; c++) {
+                    const int idx = tid + c * GCU_ATT_THREADS, h = idx / (a.D / 4);
+                    if (h < r.G) gpre.g[c] = at_gate_load(a, row, r.head0, h, idx % (a.D / 4));
+                }
+            }
         }
         if (pass < 2) {
             at_prepare<SPEC>(a, sm, rr, row, fused, rope, mma, pass == 1);
@@ -912,7 +970,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
-    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o);
+    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o, gpre);
 }
 
 /* SPEC (1, 2): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
