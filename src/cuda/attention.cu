@@ -23,8 +23,6 @@
                                     * 4 banks apart, so a fragment's 8 rows hit 32 banks */
 #define AT_BATCH 4 /* partials of one thread the merge has in flight together (outputs < threads) */
 #define AT_MLOADS 12 /* the same with several outputs per thread: loads in flight over all of them */
-#define AT_GPRE 2 /* outputs per thread whose gates a single split's block loads before its tiles:
-                   * all of them up to G D / 4 = 2 x threads (16 heads of D 128, the 30B's decode) */
 
 /* Shared memory: q [G*D], the merge's partial sums [4*threads], the tile's keys and values
  * [TILE] rows each (the cache's bytes, rows padded by 16 bytes so that lanes reading different
@@ -533,18 +531,15 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
 }
 
 /* The gate of output d4 of the block's head h: elements 4 d4 .. of the head's gate in the qkvg
- * row (the previous kernel's output: read after the wait). Loaded ahead of its use (at_body,
- * at_finish), so that its round trip overlaps the tiles or the merge's wait instead of following
- * them (session 49). */
+ * row (the previous kernel's output: read after the wait). A merger of the decode instance loads
+ * its first head's before it waits for the other splits, so that the round trip overlaps the wait
+ * instead of following the merge (at_finish; session 49). A single split's block loading its
+ * gates before its tiles saved their round trip after them (0.9 -> 0.7 us a block at context 0
+ * on an H100) but its q preparation took ~0.3 us longer, loaded before it or after it: not kept
+ * (session 49, calls 2-3). */
 __device__ __forceinline__ float4 at_gate_load(const gcu_attn_call &a, const float *row, int head0, int h, int d4) {
     return ((const float4 *)(row + (size_t)(a.H + 2 * a.Hkv) * a.D + (size_t)(head0 + h) * a.D))[d4];
 }
-
-/* The gates of a thread's first AT_GPRE outputs, loaded before the tiles (have) or not. */
-struct AtGates {
-    float4 g[AT_GPRE];
-    bool have;
-};
 
 /* Output d4 of the block's head h: the merged sum o over the weights' sum sm.l[h], times the
  * sigmoid of its gate g (at_gate_load), stored to aout (and to out when out != NULL). */
@@ -769,8 +764,7 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
  * of the o_proj input is staged. Every return is the whole block's. */
 template <int SPEC>
 __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
-                                          const AtRole &r, int HG, const float *row, float4 o[AT_MAXC],
-                                          AtGates gpre) {
+                                          const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
     /* merge the splits: partial layout per (t, kvh, sp): o [G*D], m [G], l [G] */
     const size_t pstride = (size_t)G * D + 2 * G;
@@ -856,8 +850,7 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
     for (int c = 0; c < AT_MAXC; c++) {
         int idx = tid + c * GCU_ATT_THREADS, h = idx / D4, d4 = idx % D4;
         if (h >= G) break;
-        at_gate_store(a, sm, c < AT_GPRE && gpre.have ? gpre.g[c] : at_gate_load(a, row, r.head0, h, d4), t, r.head0, h,
-                      d4, o[c], out);
+        at_gate_store(a, sm, at_gate_load(a, row, r.head0, h, d4), t, r.head0, h, d4, o[c], out);
     }
     if (nsp > 1 && tid == 0) a.counters[grp] = 0;
     if (!has_f) return;
@@ -911,8 +904,6 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const bool mma = SPEC == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
     float4 o[AT_MAXC];
     float omma[2][4]; /* mma path: o as fragments */
-    AtGates gpre; /* with a single split: the gates of this thread's first outputs */
-    gpre.have = false;
     /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
      * wait, while the previous kernel's last blocks finish: q from the row as it stands (the
      * previous token's) and the split's first tile only, nothing written but this block's shared
@@ -934,17 +925,6 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
             gcu_tl_mark(a.tl, GCU_TL_RELEASE);
             if (a.tl && tid == 0) tl_t[1] = gcu_tl_now();
             if (!fused) at_tile_request(a, sm, kvh, r.my0, nv0, 0);
-            /* the decode instances' block with the only split stores its outputs itself: their
-             * gates in flight during the q preparation and the tiles (at_gate_load; in the
-             * general instances the registers spilled) */
-            if (SPEC == 2 && r.nsp == 1) {
-                gpre.have = true;
-#pragma unroll
-                for (int c = 0; c < AT_GPRE; c++) {
-                    const int idx = tid + c * GCU_ATT_THREADS, h = idx / (a.D / 4);
-                    if (h < r.G) gpre.g[c] = at_gate_load(a, row, r.head0, h, idx % (a.D / 4));
-                }
-            }
         }
         if (pass < 2) {
             at_prepare<SPEC>(a, sm, rr, row, fused, rope, mma, pass == 1);
@@ -970,7 +950,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
-    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o, gpre);
+    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o);
 }
 
 /* SPEC (1, 2): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that

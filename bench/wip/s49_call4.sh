@@ -1,0 +1,24 @@
+#!/bin/sh
+# s49_call4.sh (session 49): the tree to land, decode attention's merge in fewer round trips
+# without the single split's early gates (calls 2-3): the three GPU test programs, the quick
+# sanitizer pass with synccheck, 4 alternating rounds against 8522bed (build/old_glimmer.xz) and
+# both timelines. On an H200, bench/wip/s49_h200.sh (its A/B against 8522bed) instead of the
+# rounds. Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz.
+cd "$(dirname "$0")/../.." || exit 1
+t0=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "$gpu"
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+sh bench/gpu_tests.sh
+sh bench/san_quick.sh --sync
+echo "checks done at $(( $(date +%s) - t0 )) s"
+case $gpu in
+*H200*) BUILT=1 sh bench/wip/s49_h200.sh ;;
+*) sh bench/decode_ab.sh ${ROUNDS:-4} old new 2>&1 | tail -2 ;;
+esac
+for b in old_glimmer glimmer; do
+    timeout 100 build/$b bench --synthetic --timeline --prompt 0 --out $OUT/tl_$b.md > /dev/null 2>&1
+    echo "$b:"; grep -E "^\| (decode|attention)" $OUT/tl_$b.md | cut -d'|' -f1-4,10-11
+done
+echo "call took $(( $(date +%s) - t0 )) s"
