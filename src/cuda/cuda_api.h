@@ -25,8 +25,11 @@ extern "C" {
 
 /* Devices the runtime can use (0 when there is no GPU or no driver). Never fails. */
 int gcu_device_count(void);
-/* "NVIDIA H200, 132 SMs, 139.8 GiB" into buf. */
+/* "NVIDIA H200, 132 SMs, 139.8 GiB, sm_90, 4800 GB/s peak memory bandwidth" into buf. */
 void gcu_device_name(char *buf, int len);
+/* The current device's memory bandwidth by its data sheet (clock and bus width), GB/s; 0 when
+ * there is no device or the driver does not say. */
+double gcu_peak_memory_gbps(void);
 
 /* ---- the device model and session ------------------------------------------------------ */
 

@@ -23,8 +23,28 @@ extern "C" void gcu_device_name(char *buf, int len) {
         snprintf(buf, (size_t)len, "no CUDA device");
         return;
     }
-    snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d", p.name, p.multiProcessorCount,
-             (double)p.totalGlobalMem / (1u << 30), p.major, p.minor);
+    const double peak = gcu_peak_memory_gbps();
+    if (peak > 0)
+        snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d, %.0f GB/s peak memory bandwidth", p.name,
+                 p.multiProcessorCount, (double)p.totalGlobalMem / (1u << 30), p.major, p.minor, peak);
+    else
+        snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d", p.name, p.multiProcessorCount,
+                 (double)p.totalGlobalMem / (1u << 30), p.major, p.minor);
+}
+
+/* The memory's peak bandwidth by its data sheet (the driver's clock and bus width, two
+ * transfers a clock), GB/s; 0 where the driver does not say. Not the floor's bandwidth, which
+ * the bench measures: a property of the kind of device, which defaults may follow
+ * (gcu_options_default). */
+extern "C" double gcu_peak_memory_gbps(void) {
+    int dev = 0, khz = 0, bits = 0;
+    if (gcu_device_count() <= 0 || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev) != cudaSuccess || khz <= 0 || bits <= 0) {
+        cudaGetLastError();
+        return 0.0;
+    }
+    return 2.0 * khz * 1e3 * (bits / 8) / 1e9;
 }
 
 extern "C" int gcu_sm_count(void) {

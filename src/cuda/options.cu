@@ -115,7 +115,16 @@ extern "C" gcu_options gcu_options_default(void) {
      * regime of an H200's compute-bound loops; the same bits (span_chunk_bits). The default since
      * session 46, after the GPU tests and 4 more rounds on an H100 (+0.3 / +0.7 / +0.6 %, +2.2 %
      * without weight bytes, RESULTS v49) */
-    o.span_two = env_int("GLIM_CUDA_SPAN_TWO", 13);
+    /* session 49 (H100, 4 alternating rounds, RESULTS v52): o_proj too (15) is 0 / -0.4 / -0.3 %
+     * at ctx 0 / 4k / 32k with the weight bytes, +1.3 % without them and +3.3 / +2.8 / +2.6 %
+     * under GLIM_CUDA_DIAG_RING=9 (an H200's bytes per unit of compute on an H100): o_proj's
+     * loop, one pair of spans a warp, pays half the waits and refills. So 15 where the memory
+     * outruns the SMs as on an H200 (4.8 TB/s on 132 SMs: ~36 GB/s each, an H100 SXM's ~25):
+     * above 32 GB/s per SM by the data sheet. Not yet measured on an H200
+     * (bench/wip/s49_h200.sh runs 13 against it there) */
+    const int sms = gcu_sm_count();
+    const double per_sm = sms > 0 ? gcu_peak_memory_gbps() / sms : 0.0;
+    o.span_two = env_int("GLIM_CUDA_SPAN_TWO", per_sm > 32.0 ? 15 : 13);
     o.span_late = env_int("GLIM_CUDA_SPAN_LATE", 15);
     o.span_row0 = env_int("GLIM_CUDA_SPAN_ROW0", 1);
     /* session 40 (H100, 3 rounds, RESULTS v42): 175.8 against 176.3 tok/s with the weight bytes,

@@ -1,0 +1,24 @@
+#!/bin/sh
+# s49_call5.sh (session 49): SPAN_TWO's default by the device (15 above 32 GB/s of data-sheet
+# memory bandwidth per SM, 13 below): the bench's device line (the peak it computes), the
+# forward and hooks tests under the default, and the forward test under SPAN_TWO=15 (the
+# default an H200 gets). On an H200, bench/wip/s49_h200.sh after them. Carry .deps,
+# build/cuda_objs.tar.xz, build/old_glimmer.xz.
+cd "$(dirname "$0")/../.." || exit 1
+t0=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "$gpu"
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+build/glimmer bench --help 2>&1 | grep -i -m2 "device" 
+sh bench/gpu_tests.sh test_cuda_forward test_cuda_hooks
+mv $OUT/checks.log $OUT/checks_default.log
+GLIM_CUDA_SPAN_TWO=15 sh bench/gpu_tests.sh test_cuda_forward
+mv $OUT/checks.log $OUT/checks_two15.log
+echo "checks done at $(( $(date +%s) - t0 )) s"
+case $gpu in
+*H200*) BUILT=1 sh bench/wip/s49_h200.sh ;;
+*) timeout 100 build/glimmer bench --synthetic --prompt 0 --out $OUT/bench.md > /dev/null 2>&1
+   grep -E "^device|^copy|^\| decode" $OUT/bench.md ;;
+esac
+echo "call took $(( $(date +%s) - t0 )) s"
