@@ -10,7 +10,6 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "$gpu"
 scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-build/glimmer bench --help 2>&1 | grep -i -m2 "device" 
 sh bench/gpu_tests.sh test_cuda_forward test_cuda_hooks
 mv $OUT/checks.log $OUT/checks_default.log
 GLIM_CUDA_SPAN_TWO=15 sh bench/gpu_tests.sh test_cuda_forward
