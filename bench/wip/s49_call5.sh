@@ -17,7 +17,7 @@ GLIM_CUDA_SPAN_TWO=15 sh bench/gpu_tests.sh test_cuda_forward
 mv $OUT/checks.log $OUT/checks_two15.log
 echo "checks done at $(( $(date +%s) - t0 )) s"
 case $gpu in
-*H200*) BUILT=1 sh bench/wip/s49_h200.sh ;;
+*H200*) BUILT=1 ROUNDS=2 sh bench/wip/s49_h200.sh ;;
 *) timeout 100 build/glimmer bench --synthetic --prompt 0 --out $OUT/bench.md > /dev/null 2>&1
    grep -E "^device|^copy|^\| decode" $OUT/bench.md
    R=GLIM_CUDA_DIAG_RING=9,GLIM_CUDA_SPAN_TWO=15
