@@ -1,0 +1,25 @@
+#!/bin/sh
+# s49_call6.sh (session 49): the decode instance's mergers count themselves done before their
+# merge (the atomic's round trip under the merge's loads instead of ending the block). The
+# forward and hooks tests (spec2_long merges on the decode instance), the quick sanitizer pass,
+# then 4 alternating rounds against the previous commit (build/alt_glimmer.xz) and both
+# timelines; on an H200, bench/wip/s49_h200.sh (2 rounds) instead. Carry .deps,
+# build/cuda_objs.tar.xz, build/old_glimmer.xz (8522bed), build/alt_glimmer.xz.
+cd "$(dirname "$0")/../.." || exit 1
+t0=$(date +%s)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "$gpu"
+scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+sh bench/gpu_tests.sh test_cuda_forward test_cuda_hooks
+sh bench/san_quick.sh
+echo "checks done at $(( $(date +%s) - t0 )) s"
+case $gpu in
+*H200*) BUILT=1 ROUNDS=2 sh bench/wip/s49_h200.sh ;;
+*) sh bench/decode_ab.sh ${ROUNDS:-4} alt new 2>&1 | tail -2
+   for b in alt_glimmer glimmer; do
+       timeout 100 build/$b bench --synthetic --timeline --prompt 0 --out $OUT/tl_$b.md > /dev/null 2>&1
+       echo "$b:"; grep -E "^\| (decode|attention)" $OUT/tl_$b.md | cut -d'|' -f1-4,10-11
+   done ;;
+esac
+echo "call took $(( $(date +%s) - t0 )) s"
