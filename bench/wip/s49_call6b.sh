@@ -11,7 +11,7 @@ export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH
 sh bench/gpu_tests.sh test_cuda_forward
 echo "checks done at $(( $(date +%s) - t0 )) s"
 xz -dc build/alt_glimmer.xz > build/alt_glimmer && chmod +x build/alt_glimmer
-for b in alt_glimmer glimmer alt_glimmer glimmer; do
+for b in alt_glimmer glimmer; do
     timeout 60 build/$b bench --synthetic --timeline --prompt 0 --out $OUT/tl_$b.md > /dev/null 2>&1
     echo "$b:"; grep -E "^\| (decode|attention)" $OUT/tl_$b.md | cut -d'|' -f1-4,10-11
 done
