@@ -1,5 +1,6 @@
 #!/bin/sh
-# s49_call6.sh (session 49): the decode instance's mergers count themselves done before their
+# s49_call6.sh (session 49, not run: no device time was left): with bench/wip/att_done_early.patch
+# applied, the decode instance's mergers count themselves done before their
 # merge (the atomic's round trip under the merge's loads instead of ending the block). The
 # forward and hooks tests (spec2_long merges on the decode instance), the quick sanitizer pass,
 # then 4 alternating rounds against the previous commit (build/alt_glimmer.xz) and both

@@ -1,5 +1,6 @@
 #!/bin/sh
-# s49_call6b.sh (session 49, the last ~260 s of device time): s49_call6.sh cut to what decides the
+# s49_call6b.sh (session 49, not run: the device would not start in the last ~250 s; apply
+# bench/wip/att_done_early.patch first): s49_call6.sh cut to what decides the
 # change: the forward test (spec2_long merges on the decode instance) and both timelines (the
 # merge's per-launch time; alt: the previous commit). Carry .deps, build/cuda_objs.tar.xz,
 # build/alt_glimmer.xz.
