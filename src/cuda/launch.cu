@@ -23,13 +23,11 @@ extern "C" void gcu_device_name(char *buf, int len) {
         snprintf(buf, (size_t)len, "no CUDA device");
         return;
     }
+    const int n = snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d", p.name, p.multiProcessorCount,
+                           (double)p.totalGlobalMem / (1u << 30), p.major, p.minor);
     const double peak = gcu_peak_memory_gbps();
-    if (peak > 0)
-        snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d, %.0f GB/s peak memory bandwidth", p.name,
-                 p.multiProcessorCount, (double)p.totalGlobalMem / (1u << 30), p.major, p.minor, peak);
-    else
-        snprintf(buf, (size_t)len, "%s, %d SMs, %.1f GiB, sm_%d%d", p.name, p.multiProcessorCount,
-                 (double)p.totalGlobalMem / (1u << 30), p.major, p.minor);
+    if (peak > 0 && n >= 0 && n < len)
+        snprintf(buf + n, (size_t)(len - n), ", %.0f GB/s peak memory bandwidth", peak);
 }
 
 /* The memory's peak bandwidth by its data sheet (the driver's clock and bus width, two
