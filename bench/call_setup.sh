@@ -2,7 +2,7 @@
 # the preamble every call runs: the start time (t0), the GPU's name (gpu, printed), the build
 # from the carried objects (scripts/device_build.sh --carried, its log in $OUT/build.log; the
 # script exits on a failed build), and the carried libraries' path. Session 49's first call
-# scripts (s49_call1.sh .. s49_call5.sh) spell it out; later ones source this.
+# script (s49_call1.sh) spells it out; s49_call2.sh on source this.
 # Usage: cd "$(dirname "$0")/../.." && . bench/call_setup.sh
 t0=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)

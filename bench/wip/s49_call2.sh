@@ -7,10 +7,7 @@
 # (SPAN_TWO=15) as a third variant, then both trees' timelines at ctx 0 / 4k / 32k. Carry .deps,
 # build/cuda_objs.tar.xz, build/old_glimmer.xz.
 cd "$(dirname "$0")/../.." || exit 1
-t0=$(date +%s)
-nvidia-smi --query-gpu=name --format=csv,noheader
-scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/call_setup.sh
 sh bench/gpu_tests.sh test_cuda_forward test_cuda_hooks
 sh bench/san_quick.sh
 echo "checks done at $(( $(date +%s) - t0 )) s"

@@ -8,10 +8,7 @@
 # (SPAN_TWO=15: its loop is compute-bound on an H200). Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz,
 # build/alt_glimmer.xz.
 cd "$(dirname "$0")/../.." || exit 1
-t0=$(date +%s)
-nvidia-smi --query-gpu=name --format=csv,noheader
-scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/call_setup.sh
 sh bench/gpu_tests.sh test_cuda_forward
 echo "checks done at $(( $(date +%s) - t0 )) s"
 D=GLIM_CUDA_DIAG_RING=4

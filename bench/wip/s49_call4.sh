@@ -6,11 +6,7 @@
 # (DIAG_RING=9: 2 chunks in 7 without weight bytes). On an H200, bench/wip/s49_h200.sh (its A/B against 8522bed) instead of the
 # rounds. Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz.
 cd "$(dirname "$0")/../.." || exit 1
-t0=$(date +%s)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "$gpu"
-scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/call_setup.sh
 sh bench/gpu_tests.sh
 sh bench/san_quick.sh --sync
 echo "checks done at $(( $(date +%s) - t0 )) s"

@@ -6,11 +6,7 @@
 # emulation (DIAG_RING=9) with TWO=15 against three of s49_h200.sh's switches. Carry .deps,
 # build/cuda_objs.tar.xz, build/old_glimmer.xz.
 cd "$(dirname "$0")/../.." || exit 1
-t0=$(date +%s)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "$gpu"
-scripts/device_build.sh --carried > $OUT/build.log 2>&1 || { tail -20 $OUT/build.log; exit 1; }
-export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/call_setup.sh
 sh bench/gpu_tests.sh test_cuda_forward test_cuda_hooks
 mv $OUT/checks.log $OUT/checks_default.log
 GLIM_CUDA_SPAN_TWO=15 sh bench/gpu_tests.sh test_cuda_forward
