@@ -826,6 +826,13 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
             }
             __syncthreads();
             gcu_fence_gpu(a.fence_sc);
+            /* a merger past the arrivals reads no counter again: it counts itself done now, and
+             * the last of them resets both counters for the next launch once its merge is over.
+             * The decode instance issues that atomic before its merge and looks at the result
+             * after it, so that the round trip overlaps the merge's loads instead of ending the
+             * block (session 49); the others count at the end, as before */
+            int done = -1;
+            if (PRE && tid == 0) done = atomicAdd(&a.counters[ngrp + grp], 1);
             const float *base = a.part + (size_t)grp * a.nsplit * pstride;
             for (int h = role; h < G; h += Mg) {
                 float4 ov;
@@ -833,8 +840,8 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
                 if (tid < D4)
                     at_gate_store(a, sm, PRE && h == role ? g0 : at_gate_load(a, row, r.head0, h, tid), t, r.head0, h, tid, ov, NULL);
             }
-            /* the last merger done resets both counters for the next launch */
-            if (tid == 0 && atomicAdd(&a.counters[ngrp + grp], 1) == Mg - 1) {
+            if (!PRE && tid == 0) done = atomicAdd(&a.counters[ngrp + grp], 1);
+            if (tid == 0 && done == Mg - 1) {
                 a.counters[grp] = 0;
                 a.counters[ngrp + grp] = 0;
             }
