@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Record of the call that ran. The patch landed in 5315a88; its file is at 1182ccd.)
 # s50_call1.sh (session 50's first call, on whichever card comes; the figures of record only
 # where it is an H200): main's bench of record with its timeline and without weight bytes; an
 # A/B of main (new) against 8522bed (old) and against main with bench/wip/att_done_early.patch
