@@ -14,6 +14,7 @@ case "$name" in
   *H200*) sh bench/wip/s50_call2.sh ;;
   *) . bench/call_setup.sh ;;
 esac
+[ -f "$OUT/ab.md" ] && mv "$OUT/ab.md" "$OUT/record_ab.md"
 t1=$(date +%s)
 export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 A=GLIM_CUDA_ATT
