@@ -36,7 +36,7 @@ for v in "glimmer 2" "alt_glimmer 2" "alt_glimmer 3"; do
     GLIM_CUDA_ATT_SPEC=$2 timeout 60 build/$1 bench --synthetic --timeline --prompt 0 --out $OUT/tl_$1_spec$2.md > /dev/null 2>&1
     echo "$1 SPEC $2:"; grep -E "^\| (decode|attention)" $OUT/tl_$1_spec$2.md | cut -d'|' -f1-4,10-12
 done
-git apply bench/wip/att_poll.patch || { echo "patch failed"; exit 1; }
+patch -p1 < bench/wip/att_poll.patch > /dev/null || { echo "patch failed"; exit 1; }
 xz -dc build/poll_objs.tar.xz | tar -xf - && touch build/src/cuda/*.o
 make -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" > $OUT/build_alt.log 2>&1 || { tail -5 $OUT/build_alt.log; exit 1; }
 grep -c nvcc $OUT/build_alt.log | sed 's/^/nvcc lines in the patched relink (want 0): /'
