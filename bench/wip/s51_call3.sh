@@ -5,8 +5,8 @@
 # slowed the other splits' tiles, a full layer at 32k keys 33.8 -> 35.0 us). An A/B of main (new),
 # main + patch (alt: SPEC 2 by default) and alt with GLIM_CUDA_ATT_SPEC=3 over ROUNDS rounds
 # (default 4); the per-launch timelines of alt under SPEC 2 and 3; then the patched tree relinked
-# from build/poll_objs.tar.xz, its forward test and compute-sanitizer memcheck and racecheck over
-# att_poll_bits. On an H200 first the bench of record and the no-bytes run. Carry .deps,
+# from build/poll_objs.tar.xz, the three GPU test programs with GLIM_CUDA_ATT_SPEC=3, the quick
+# sanitizer with it, and compute-sanitizer memcheck and racecheck over att_poll_bits. On an H200 first the bench of record and the no-bytes run. Carry .deps,
 # build/cuda_objs.tar.xz, build/alt_glimmer.xz (main + patch), build/poll_objs.tar.xz.
 cd "$(dirname "$0")/../.." || exit 1
 . bench/call_setup.sh
@@ -28,8 +28,10 @@ patch -p1 < bench/wip/att_poll.patch > /dev/null || { echo "patch failed"; exit 
 xz -dc build/poll_objs.tar.xz | tar -xf - && touch build/src/cuda/*.o
 make -j"$(nproc)" DEPS_PREFIX="$PWD/.deps/root" > $OUT/build_alt.log 2>&1 || { tail -5 $OUT/build_alt.log; exit 1; }
 grep -c nvcc $OUT/build_alt.log | sed 's/^/nvcc lines in the patched relink (want 0): /'
-sh bench/gpu_tests.sh test_cuda_forward
+# all three GPU test programs with SPEC 3 where a test does not set it (the evidence for a default)
+GLIM_CUDA_ATT_SPEC=3 sh bench/gpu_tests.sh
 grep -E "poll|FAIL" $OUT/checks.log | head -20
+GLIM_CUDA_ATT_SPEC=3 sh bench/san_quick.sh --sync
 for tool in memcheck racecheck; do
     CHECK_ONLY=att_poll_bits GLIM_REQUIRE_CUDA=1 timeout ${SAN_S:-240} compute-sanitizer --tool $tool --error-exitcode 9 \
         build/tests/test_cuda_forward > $OUT/san_poll_$tool.log 2>&1
