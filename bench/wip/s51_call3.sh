@@ -33,7 +33,7 @@ GLIM_CUDA_ATT_SPEC=3 sh bench/gpu_tests.sh
 grep -E "poll|FAIL" $OUT/checks.log | head -20
 GLIM_CUDA_ATT_SPEC=3 sh bench/san_quick.sh --sync
 for tool in memcheck racecheck; do
-    CHECK_ONLY=att_poll_bits GLIM_REQUIRE_CUDA=1 timeout ${SAN_S:-240} compute-sanitizer --tool $tool --error-exitcode 9 \
+    CHECK_ONLY=att_poll_bits GLIM_REQUIRE_CUDA=1 timeout ${SAN_S:-90} compute-sanitizer --tool $tool --error-exitcode 9 \
         build/tests/test_cuda_forward > $OUT/san_poll_$tool.log 2>&1
     echo "compute-sanitizer $tool over att_poll_bits: rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_poll_$tool.log | tail -1); $(grep -cE '^PASS' $OUT/san_poll_$tool.log) pass)"
 done
