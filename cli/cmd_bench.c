@@ -410,6 +410,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     v[nv].name = "decode attention on its kernel instance with the rehearsal and the diagnostic second pass compiled in, off (GLIM_CUDA_ATT_LEAN=0: the default before session 24)", v[nv].o = base, v[nv++].o.att_lean = 0;
     v[nv].name = "decode attention on the instance compiled for the 30B's decode, off (GLIM_CUDA_ATT_SPEC=0: the default before session 33)", v[nv].o = base, v[nv++].o.att_spec = 0;
     v[nv].name = "decode attention's few-key splits on the fp32 tiles (GLIM_CUDA_ATT_SPEC=1: the default in session 33 before the tensor cores took them)", v[nv].o = base, v[nv++].o.att_spec = 1;
+    v[nv].name = "decode attention's splits merged after a fence and a counter, not from partials that flag themselves (GLIM_CUDA_ATT_SPEC=2: the default before session 51)", v[nv].o = base, v[nv++].o.att_spec = 2;
     v[nv].name = "decode attention's heads 4 a block at every context, not 8 past 1024 keys (GLIM_CUDA_ATT_GROUP_HALF=0: the default before session 36)", v[nv].o = base, v[nv++].o.att_group_half = 0;
     v[nv].name = "the decode matvecs on k_dmv_tma, not span-major (GLIM_CUDA_SPAN=0: the default before session 22)", v[nv].o = base, v[nv++].o.span = 0;
     v[nv].name = "span-major with the row blocks' sums in registers, the loop over them unrolled (GLIM_CUDA_SPAN_ACC=0)", v[nv].o = base, v[nv++].o.span_acc = 0;

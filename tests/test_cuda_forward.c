@@ -786,6 +786,28 @@ static void att_spec_bits(void) {
     switch_close_of("spec2_long", s, 300, 3, names, off64, on2_64, gcu_attn_spec_count, s.n_layers, 1e-3);
 }
 
+/* GLIM_CUDA_ATT_SPEC=3 (SPEC 2 whose splits' partials are their own arrival flags: no fence, no
+ * counters, the first splits merging one head each, every word read put back to empty for the
+ * next launch) sums what SPEC 2 sums in the same order: every decoded token's logits bit for bit,
+ * and the instance ran at every layer. Cases: 35 tokens (the sliding layers' window, head groups),
+ * 300 tokens with all 16 heads a block on full layers (GLIM_CUDA_ATT_GROUP=64: several splits
+ * each, so the merge runs at every full layer of every token, on buffers the previous layers
+ * left empty), and the same with 3 mergers (GLIM_CUDA_ATT_PMERGE=3: each merges several heads in
+ * turn). A merger reading a word before its split wrote it, a word not emptied, or one emptied
+ * twice gives other logits (a stale partial is another layer's). */
+static void att_poll_bits(void) {
+    NEED_GPU();
+    const glim_synth_spec s = heads_30b_spec(37);
+    static const char *const names[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_ATT_PMERGE",
+                                        "GLIM_CUDA_FAST"};
+    static const char *const off[] = {"2", "2048", "16", "1"}, *const on[] = {"3", "2048", "16", "1"};
+    static const char *const off64[] = {"2", "64", "16", "1"}, *const on64[] = {"3", "64", "16", "1"};
+    static const char *const off3[] = {"2", "64", "3", "1"}, *const on3[] = {"3", "64", "3", "1"};
+    switch_bits_of("poll_window", s, 2 * s.sliding_window + 3, 4, names, off, on, gcu_attn_poll_count, s.n_layers);
+    switch_bits_of("poll_long", s, 300, 4, names, off64, on64, gcu_attn_poll_count, s.n_layers);
+    switch_bits_of("poll_long_pmerge3", s, 300, 4, names, off3, on3, gcu_attn_poll_count, s.n_layers);
+}
+
 /* GLIM_CUDA_ATT_GROUP_HALF=8 (a kv head's heads over half as many blocks past 8 keys): on the
  * 30B's heads (16 a kv head; 4 a block by default, so 4 head groups) every decoded position of a
  * 35-token prompt sees more than 8 keys (the sliding layers 16), so each runs the plan of 8
@@ -1015,6 +1037,7 @@ int main(void) {
     RUN(ahead_bits);
     RUN(att_pass_bits);
     RUN(att_spec_bits);
+    RUN(att_poll_bits);
     RUN(att_group_half_bits);
     RUN(span_loop);
     RUN(span_even_bits);

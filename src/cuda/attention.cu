@@ -462,6 +462,8 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
  * tid (< D/4) in *o. (Session 13, run 5 issued 16 outputs' loads with the maxima's and measured
  * a sliding layer at 4k keys 16.2 -> 19.3 us, then with the whole-block merge.) */
 #define AT_PM_LOADS 8
+#define AT_PM_SPLITS (AT_PM_LOADS * GCU_ATT_THREADS / 32) /* the splits of one round, D 128 */
+#define AT_POLL_LAST 4 /* SPEC 3: a merger polls whole partials once at most this many are out */
 template <bool PRE>
 __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                               float4 *o) {
@@ -758,6 +760,174 @@ __device__ __forceinline__ void at_tiles(const gcu_attn_call &a, const AtSmem &s
     }
 }
 
+/* ---- SPEC 3: the splits' partials as their own arrival flags --------------------------------
+ * In SPEC 2 a split's partial reaches its mergers through a fence and a counter: the last split
+ * stores, waits for its stores (fence), counts itself (an atomic round trip), and only then do
+ * the mergers load the partials (a third round trip), ~4 us from the last tile to the block's
+ * end at 4k keys on an H100 (RESULTS v53). Here the partials land in part_poll, whose words are
+ * all GCU_ATT_EMPTY between launches: the split stores them (relaxed, no fence, no counter) and
+ * the first min(G, splits, pmerge) splits merge one query head each, loading the head's words of
+ * every split until none is empty; those loads are the merge's own, so the last split's stores
+ * are a merger's data one L2 trip after they land. Every word is a 32-bit access of its own,
+ * written once and read until it is not empty: a partly arrived float4 is loaded again. Each
+ * merger then puts GCU_ATT_EMPTY back in the words it read (every word written is read by one
+ * merger), for the next launch, which the stream orders after this one's end. The sums are
+ * those of at_merge_head in the same order: the same bits as SPEC 2. */
+__device__ __forceinline__ float at_not_empty(float x) {
+    return __float_as_uint(x) == GCU_ATT_EMPTY ? __uint_as_float(0x7fffffffu) : x;
+}
+__device__ __forceinline__ bool at_arrived(float x) { return __float_as_uint(x) != GCU_ATT_EMPTY; }
+__device__ __forceinline__ bool at_arrived4(float4 v) {
+    return at_arrived(v.x) && at_arrived(v.y) && at_arrived(v.z) && at_arrived(v.w);
+}
+__device__ __forceinline__ void at_st_relaxed(float *p, float v) {
+    asm volatile("st.relaxed.gpu.global.f32 [%0], %1;" ::"l"(p), "f"(at_not_empty(v)) : "memory");
+}
+__device__ __forceinline__ void at_st_relaxed4(float4 *p, float4 v) {
+    asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(at_not_empty(v.x)),
+                 "f"(at_not_empty(v.y)), "f"(at_not_empty(v.z)), "f"(at_not_empty(v.w))
+                 : "memory");
+}
+__device__ __forceinline__ float at_ld_relaxed(const float *p) {
+    float v;
+    asm volatile("ld.relaxed.gpu.global.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ float4 at_ld_relaxed4(const float4 *p) {
+    float4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+/* Head h merged from the nsp splits' partials at base (part_poll's layout is a.part's), by the
+ * whole block, nsp <= AT_PM_SPLITS (D 128): thread (part p, output d4) loads splits p,
+ * p + P, ..., the first nsp threads each split's maximum and sum, again until all have arrived
+ * (the maxima and sums alone until at most AT_POLL_LAST splits are out); then at_merge_head's
+ * weights and sums, and the words read are emptied. */
+__device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
+                                   float4 *o) {
+    const int tid = threadIdx.x, lane = tid & 31, D4 = D / 4;
+    const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
+    /* this thread's first split's output d4 of head h, and the step to its next (P splits on) */
+    float4 *pv = (float4 *)(base + (size_t)part * pstride + h * D) + idx;
+    const int step = P * (int)pstride / 4;
+    float *mlp = base + (size_t)tid * pstride + G * D + h; /* split tid's maximum; its sum G on */
+    float4 v[AT_PM_LOADS];
+    float m = 0.0f, l = 0.0f;
+    const unsigned long long t0 = gcu_tl_now();
+    /* first the maxima and sums alone, while more than AT_POLL_LAST splits are out: polling
+     * every split's outputs from the start took the other splits' tiles ~2.5 us longer a full
+     * layer at 32k keys (session 51, call 2: the mergers' loads against their tiles' in L2) */
+    bool ml_out = tid < nsp;
+    for (unsigned spins = 1;; spins++) {
+        if (ml_out) {
+            m = at_ld_relaxed(mlp), l = at_ld_relaxed(mlp + G);
+            ml_out = !(at_arrived(m) && at_arrived(l));
+        }
+        if (__syncthreads_count(ml_out) <= AT_POLL_LAST) break;
+        /* every split is resident at once (the host's check): 10 s without them means another
+         * process holds the SMs */
+        if (spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
+    }
+    unsigned need = ml_out ? 1u << 31 : 0u; /* bit i: v[i] still to arrive; bit 31: m and l */
+#pragma unroll
+    for (int i = 0; i < AT_PM_LOADS; i++)
+        if (part < P && part + i * P < nsp) need |= 1u << i;
+    for (unsigned spins = 1;; spins++) {
+#pragma unroll
+        for (int i = 0; i < AT_PM_LOADS; i++)
+            if (need >> i & 1) v[i] = at_ld_relaxed4(pv + i * step);
+        if (need >> 31) m = at_ld_relaxed(mlp), l = at_ld_relaxed(mlp + G);
+#pragma unroll
+        for (int i = 0; i < AT_PM_LOADS; i++)
+            if ((need >> i & 1) && at_arrived4(v[i])) need &= ~(1u << i);
+        if ((need >> 31) && at_arrived(m) && at_arrived(l)) need &= ~(1u << 31);
+        if (__syncthreads_and(need == 0)) break;
+        if (spins % 1024 == 0 && gcu_tl_now() - t0 > 10000000000ull) __trap();
+    }
+    if (tid < nsp) {
+        sm.mw[tid] = m;
+        sm.ml[tid] = l;
+        mlp[0] = __uint_as_float(GCU_ATT_EMPTY);
+        mlp[G] = __uint_as_float(GCU_ATT_EMPTY);
+    }
+    __syncthreads();
+    if (tid < 32) {
+        float M = -INFINITY;
+        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s]);
+        M = gcu_warp_max(M);
+        float L = 0.0f;
+        for (int s = lane; s < nsp; s += 32) {
+            const float e = expf(sm.mw[s] - M);
+            sm.mw[s] = e;
+            L += sm.ml[s] * e;
+        }
+        L = gcu_warp_sum(L);
+        if (lane == 0) sm.l[h] = L;
+    }
+    __syncthreads();
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float E = __uint_as_float(GCU_ATT_EMPTY);
+#pragma unroll
+    for (int i = 0; i < AT_PM_LOADS; i++) {
+        const int s = part + i * P;
+        if (part >= P || s >= nsp) break;
+        const float e = sm.mw[s];
+        acc.x += v[i].x * e;
+        acc.y += v[i].y * e;
+        acc.z += v[i].z * e;
+        acc.w += v[i].w * e;
+        pv[i * step] = make_float4(E, E, E, E);
+    }
+    float4 *red = (float4 *)sm.red;
+    if (part < P) red[part * D4 + idx] = acc;
+    __syncthreads();
+    if (tid < D4) {
+        acc = red[tid];
+        for (int p = 1; p < P; p++) {
+            const float4 w = red[p * D4 + tid];
+            acc.x += w.x, acc.y += w.y, acc.z += w.z, acc.w += w.w;
+        }
+        *o = acc;
+    }
+    __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
+}
+
+/* SPEC 3's finish with several splits (nsp <= AT_PM_SPLITS: k_attention's plan): this
+ * block's partial into part_poll, then, for the first Mg splits, their heads merged, gated and
+ * stored (at_finish's other paths stage nothing in decode either). */
+__device__ __forceinline__ void at_finish_poll(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
+                                               const float *row, const float4 o[AT_MAXC]) {
+    const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, nsp = r.nsp;
+    const size_t pstride = (size_t)G * D + 2 * G;
+    const int grp = r.kvh * r.hg + r.hgi; /* T 1 */
+    float *base = a.part_poll + (size_t)grp * a.nsplit * pstride, *mine = base + (size_t)r.sp * pstride;
+#pragma unroll
+    for (int c = 0; c < AT_MAXC; c++) {
+        const int idx = tid + c * GCU_ATT_THREADS;
+        if (idx / D4 >= G) break;
+        at_st_relaxed4((float4 *)mine + idx, o[c]);
+    }
+    for (int h = tid; h < G; h += GCU_ATT_THREADS) {
+        at_st_relaxed(mine + G * D + h, sm.m[h]);
+        at_st_relaxed(mine + G * D + G + h, sm.l[h]);
+    }
+    const int Mg = min(min(G, nsp), a.pmerge);
+    if (r.sp >= Mg) return;
+    /* the gate of this merger's first head, in flight while the splits arrive */
+    float4 g0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (tid < D4) g0 = at_gate_load(a, row, r.head0, r.sp, tid);
+    for (int h = r.sp; h < G; h += Mg) {
+        float4 ov;
+        at_merge_head_poll(base, pstride, sm, G, D, nsp, h, &ov);
+        if (tid < D4)
+            at_gate_store(a, sm, h == r.sp ? g0 : at_gate_load(a, row, r.head0, h, tid), 0, r.head0, h, tid, ov, NULL);
+    }
+}
+
 /* After the tiles (o: this thread's float4 outputs): with several splits, this block's partial
  * goes to a.part and the last blocks of its (token, kv head[, head group]) to arrive merge them;
  * the merged outputs are normalised, gated (at_gate_store) and, with has_f, this kv head's slice
@@ -777,6 +947,11 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
      * (gcu_attn_launch), so that the whole-block merge (at_merge, ~2.5 K instructions) is not
      * compiled in */
     const bool pm = SPEC || (a.pmerge > 1 && a.T == 1 && !has_f && r.per > 0);
+    /* SPEC 3: the partials flag themselves (at most AT_PM_SPLITS splits: k_attention's plan) */
+    if (SPEC == 3 && nsp > 1) {
+        at_finish_poll(a, sm, r, row, o);
+        return;
+    }
     float *mine = a.part + ((size_t)grp * a.nsplit + r.sp) * pstride;
     if (nsp > 1) {
 #pragma unroll
@@ -809,7 +984,7 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
                                * below is not compiled in (with Mg 1 this branch is still right) */
             /* the decode instance (SPEC 2; in SPEC 1 the registers spilled): the gate of this
              * merger's first head, in flight while it waits for the others */
-            constexpr bool PRE = SPEC == 2;
+            constexpr bool PRE = SPEC >= 2;
             float4 g0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (PRE && tid < D4 && role < G) g0 = at_gate_load(a, row, r.head0, role, tid);
             /* the last to arrive (role Mg - 1) has every split already: no round trip to learn it */
@@ -908,7 +1083,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     const int newest = fused && r.sp == r.nsp - 1 ? r.pos : -1;
     /* SPEC 2: every split on the tensor cores, the few-key ones too, so that the fp32 tiles' code
      * is not compiled in */
-    const bool mma = SPEC == 2 || at_use_mma(a, r.G, r.my1 - r.my0);
+    const bool mma = SPEC >= 2 || at_use_mma(a, r.G, r.my1 - r.my0);
     float4 o[AT_MAXC];
     float omma[2][4]; /* mma path: o as fragments */
     /* The passes: 1 is the work. 0 (GLIM_CUDA_ATT_WARM, decode) is its rehearsal before the
@@ -960,14 +1135,14 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o);
 }
 
-/* SPEC (1, 2): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
+/* SPEC (1, 2, 3): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
  * select a path are constants here, so the paths it never takes (the fp32 cache, D other than
  * 128, the few-key scores, the rehearsal, the flags, o_proj's staging, the whole-block merge)
  * and the divisions by D fold away: 6.1 K SASS instructions against 13.3 K (sm_90). The kernel
  * runs cold from the instruction cache every layer (RESULTS v28), so its size is on the
  * critical path (at 8.6 K, before the merge went: attention 8.5 -> 7.1 us a layer on an H200,
  * RESULTS v35). SPEC 2 also takes splits of fewer than AT_MMA_MIN keys to the tensor cores
- * (other bits there), leaving the fp32 tiles out: 5.2 K. */
+ * (other bits there), leaving the fp32 tiles out: 5.2 K. SPEC 3 is SPEC 2 with at_finish_poll's merge. */
 template <bool PASSES, int SPEC>
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a_in, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
@@ -988,6 +1163,10 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
         has_f = 0;
         fused = 1;
     }
+    /* SPEC 3's merge loads every split's partial in one round (at_finish_poll): no more splits
+     * than that (at_plan's splits at once; a layer of 4k + 1..128 keys on 132 SMs would take 65
+     * or 66, and then splits of two tiles) */
+    if (SPEC == 3 && a.resident > AT_PM_SPLITS * a.Hkv) a.resident = AT_PM_SPLITS * a.Hkv;
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
     at_body<PASSES, SPEC>(a, f, has_f, fused, tl_t);
@@ -1005,9 +1184,10 @@ extern "C" glim_status gcu_attn_init(glim_error *err) {
     static int raised;
     if (raised) return GLIM_OK;
     glim_status s = GLIM_OK;
-    const void *fns[4] = {(const void *)k_attention<true, 0>, (const void *)k_attention<false, 0>,
-                          (const void *)k_attention<false, 1>, (const void *)k_attention<false, 2>};
-    for (int i = 0; i < 4 && s == GLIM_OK; i++)
+    const void *fns[5] = {(const void *)k_attention<true, 0>, (const void *)k_attention<false, 0>,
+                          (const void *)k_attention<false, 1>, (const void *)k_attention<false, 2>,
+                          (const void *)k_attention<false, 3>};
+    for (int i = 0; i < 5 && s == GLIM_OK; i++)
         s = gcu_check(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, AT_SMEM_MAX),
                       "attention shared memory", err);
     raised = s == GLIM_OK;
@@ -1046,13 +1226,15 @@ static long lean_count; /* launches enqueued on the kernel without the passes (g
 extern "C" long gcu_attn_lean_count(void) { return lean_count; }
 static long spec_count; /* launches enqueued on the decode instance (gcu_attn_spec_count) */
 extern "C" long gcu_attn_spec_count(void) { return spec_count; }
+static long poll_count; /* launches enqueued on SPEC 3, the self-flagging partials (gcu_attn_poll_count) */
+extern "C" long gcu_attn_poll_count(void) { return poll_count; }
 static long half_count; /* launches whose head groups may halve (gcu_attn_half_count) */
 extern "C" long gcu_attn_half_count(void) { return half_count; }
 /* Whether a call is the one k_attention<false, 1 or 2> is compiled for: every field it fixes,
  * and what its merge by the last blocks needs (at_finish<SPEC>): at least 2 heads a block (HG
  * head groups) and PMERGE >= 2. gcu_attn_launch checks the rest, every working block resident. */
 static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused, int HG) {
-    return (c->spec == 1 || c->spec == 2) && fused && c->T == 1 && c->D == 128 && c->Hkv > 0 &&
+    return (c->spec == 1 || c->spec == 2 || (c->spec == 3 && c->part_poll)) && fused && c->T == 1 && c->D == 128 && c->Hkv > 0 &&
            c->H / c->Hkv <= 16 && c->H / c->Hkv / HG >= 2 && c->pmerge >= 2 && !c->kv32 && !c->few &&
            !c->warm && !c->diag_twice && c->mma && c->pack && !c->fence_sc && !c->flag_wait &&
            !c->flag_arrive && c->f == NULL;
@@ -1083,7 +1265,9 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
     /* the decode instance merges by the last blocks always: every working block must be
      * resident at once (at_plan's per > 0) */
-    const void *fn = c->spec == 2 ? (const void *)k_attention<false, 2> : (const void *)k_attention<false, 1>;
+    const void *fn = c->spec == 3   ? (const void *)k_attention<false, 3>
+                     : c->spec == 2 ? (const void *)k_attention<false, 2>
+                                    : (const void *)k_attention<false, 1>;
     bool spec = lean && gcu_attn_spec_fits(c, fused, HG);
     if (spec) spec = (a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1)) >= c->Hkv * HG;
     if (!spec) {
@@ -1103,6 +1287,7 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     if (s == GLIM_OK && a.warm && fused) warm_count++;
     if (s == GLIM_OK && lean) lean_count++;
     if (s == GLIM_OK && spec) spec_count++;
+    if (s == GLIM_OK && spec && c->spec == 3) poll_count++;
     if (s == GLIM_OK && c->group_half_keys > 0 && HG > 1 && HG % 2 == 0) half_count++;
     return s;
 }

@@ -412,6 +412,8 @@ long gcu_attn_warm_count(void);
 /* Attention launches enqueued on the instance without the extra passes (GLIM_CUDA_ATT_LEAN, tests). */
 long gcu_attn_lean_count(void);
 long gcu_attn_spec_count(void);
+/* of those, on SPEC 3 (GLIM_CUDA_ATT_SPEC=3: the splits' partials as their own arrival flags) */
+long gcu_attn_poll_count(void);
 /* of those, with GLIM_CUDA_ATT_GROUP_HALF live (head groups that can halve past its keys) */
 long gcu_attn_half_count(void);
 

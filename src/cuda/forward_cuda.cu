@@ -405,6 +405,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     int ns = y->full ? s->nsplit_full : s->nsplit_slide;
     c.nsplit = T == 1 ? ns : (ns < 8 ? ns : 8);
     c.part = s->att_part;
+    c.part_poll = T == 1 ? s->att_poll : NULL;
     c.counters = s->att_cnt;
     c.aout = s->aout;
     int whole = stage_o && (G * g->D) % span_elems(&y->o.f) == 0 && y->o.f.K == g->H * g->D;

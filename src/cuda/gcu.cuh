@@ -375,6 +375,8 @@ typedef struct gcu_attn_call {
     const int *pos0;           /* device: position of token 0 */
     int T, nsplit;
     float *part;               /* partials */
+    float *part_poll;          /* spec 3: partials that are their own arrival flags, every word
+                                  empty (GCU_ATT_EMPTY) between launches; NULL: no spec 3 */
     int *counters;             /* [2*T*Hkv*hgroups], zero: the splits' arrivals, then (pmerge)
                                   the mergers' */
     float *aout;               /* [T][H*D] gated output */
@@ -411,7 +413,8 @@ typedef struct gcu_attn_call {
                                   extra passes compiled in (opt.att_lean); the same outputs */
     int spec;                  /* decode: the instance specialised to the 30B's decode (opt.att_spec,
                                   where gcu_attn_launch finds the call fits it): 1 the same
-                                  outputs, 2 the few-key splits on the tensor cores too */
+                                  outputs, 2 the few-key splits on the tensor cores too, 3 as 2
+                                  with the splits merged from part_poll without counters */
     /* GLIM_CUDA_FLAG_WAIT, decode (fused, T = 1) only: as gcu_dmv_call's. Every block of the grid
      * (gcu_attn_blocks) arrives on flag_arrive at its end, the empty ones too; the working
      * blocks wait on flag_wait for flag_need arrivals instead of the PDL wait */
@@ -419,6 +422,10 @@ typedef struct gcu_attn_call {
     int flag_need;
 } gcu_attn_call;
 size_t gcu_attn_part_floats(int T, int Hkv, int nsplit, int G, int D);
+/* The word of gcu_attn_call.part_poll that no split writes (a NaN that float arithmetic does not
+ * make; a split writing it writes the canonical NaN instead): the buffer is set to it once
+ * (every byte 0xff), and each merger puts back what it read. */
+#define GCU_ATT_EMPTY 0xffffffffu
 /* The blocks gcu_attn_launch launches for the call (0 if it would fail). */
 int gcu_attn_blocks(const gcu_attn_call *c, int fused);
 glim_status gcu_qk_prep_launch(const gcu_attn_call *c, cudaStream_t st, glim_error *err);

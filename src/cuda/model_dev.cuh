@@ -58,6 +58,7 @@ struct gcu_session {
     __nv_bfloat16 *xs_h, *xs_q, *xs_i;
     float *xsum_h, *xsum_q, *xsum_i;
     float *att_part;
+    float *att_poll; /* decode attention's SPEC 3 partials, every word GCU_ATT_EMPTY between launches */
     int *att_cnt, *mv_cnt;
     float2 *mv_part;
     int *d_step, *h_step;

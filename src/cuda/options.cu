@@ -160,8 +160,12 @@ extern "C" gcu_options gcu_options_default(void) {
      * 193.2 / 180.8 / 170.1 tok/s at ctx 0 / 4k / 32k, attention 8.5 -> 7.1 us a layer (a kernel
      * run cold from the instruction cache every layer, 13.3 K -> 8.6 K instructions); 2 against 1
      * on an H100: 159.7 / 151.4 / 145.0 against 158.7 / 150.6 / 144.2 (the few-key last split of
-     * a long full layer no longer on the fp32 tiles: that layer's attention at 4k 15.2 -> 13.3 us) */
-    o.att_spec = env_int("GLIM_CUDA_ATT_SPEC", 2);
+     * a long full layer no longer on the fp32 tiles: that layer's attention at 4k 15.2 -> 13.3 us);
+     * 3: SPEC 2 with the splits' partials as their own arrival flags (at_finish_poll: no fence,
+     * no counters; the same bits as 2): session 51 (H100, same binary, 4 rounds) 179.1 / 173.1 /
+     * 163.7 against 179.6 / 171.3 / 163.8 tok/s, +1.0 % at 4k in every round, a sliding layer at
+     * 4k 12.25 -> 11.23 us (RESULTS v54) */
+    o.att_spec = env_int("GLIM_CUDA_ATT_SPEC", 3);
     /* the prefill's products of 5..64 tokens of MLX weights on prefill_gemm.cu's tensor-core
      * kernel instead of k_mv (0); 2: its 32-token instance at one block an SM, split-K; 3: the
      * same with stream-K where split-K would take more than a wave; 4, 5: as 3 with 17..32

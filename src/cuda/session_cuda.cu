@@ -26,6 +26,7 @@ static void nsplits(const gcu_model *g, int n_ctx, int *full, int *slide) {
 
 typedef struct sess_plan {
     size_t kv, h, qkvg, q, inter, logits, xs_h, xs_q, xs_i, xsum_h, xsum_q, xsum_i, att, mv;
+    size_t att_poll; /* decode attention's SPEC 3 partials: one token's (nsplit_full >= nsplit_slide) */
     size_t dig; /* down's input staged as digits by gate/up (GLIM_CUDA_STAGE_I8) */
 } sess_plan;
 
@@ -65,6 +66,7 @@ static sess_plan plan_session(const gcu_model *g, int n_ctx, int n_rewind) {
     int np = nf < 8 ? nf : 8, G = g->H / g->Hkv;
     size_t a1 = gcu_attn_part_floats(1, g->Hkv, nf, G, g->D), a2 = gcu_attn_part_floats(T, g->Hkv, np, G, g->D);
     p.att = (a1 > a2 ? a1 : a2) * 4;
+    p.att_poll = a1 * 4;
     p.mv = gcu_sess_mv_part_bytes(g);
     for (int l = 0; l < g->L; l++) {
         const size_t b = gcu_dmv_digits_bytes(&g->layer[l].down.f);
@@ -78,7 +80,7 @@ extern "C" uint64_t gcu_session_bytes(const gcu_model *g, int n_ctx, int n_batch
     /* every buffer gcu_session_new allocates; the last line: d_step, the three 16-byte words
      * (chain_bar, flag_slot, dyn_cnt) and span_cnt's bound */
     return p.kv + 4 * p.h + p.qkvg + 2 * p.q + p.inter + p.logits + p.xs_h + p.xs_q + p.xs_i + p.xsum_h + p.xsum_q +
-           p.xsum_i + p.att + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
+           p.xsum_i + p.att + p.att_poll + p.mv + p.dig + 4ull * g->max_nrb + 8ull * GCU_TMAX * g->Hkv +
            4ull * (GCU_TMAX + 1) + 3 * 16 + 4ull * (g->inter / 32 + 2);
 }
 
@@ -89,7 +91,7 @@ extern "C" void gcu_session_free(gcu_session *s) {
     free(s->kc), free(s->vc), free(s->R);
     void *bufs[] = {s->h, s->h2, s->qkvg, s->qn, s->aout, s->oout, s->act, s->dout, s->logits,
                     s->xs_h, s->xs_q, s->xs_i, s->xsum_h, s->xsum_q, s->xsum_i, s->att_part,
-                    s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
+                    s->att_poll, s->att_cnt, s->mv_cnt, s->mv_part, s->d_step, s->span_cnt, s->chain_bar,
                     s->flag_slot, s->dyn_cnt, s->act_dig};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFreeHost(s->h_step), cudaFreeHost(s->h_logits), cudaFreeHost(s->h_host);
@@ -151,6 +153,9 @@ extern "C" glim_status gcu_session_new(gcu_model *g, int n_ctx, int n_batch, int
     DA(s->xsum_q, p.xsum_q);
     DA(s->xsum_i, p.xsum_i);
     DA(s->att_part, p.att);
+    /* decode attention's SPEC 3: its partials' words start empty (GCU_ATT_EMPTY) */
+    DA(s->att_poll, p.att_poll);
+    if (st == GLIM_OK) st = gcu_check(cudaMemset(s->att_poll, 0xff, p.att_poll), "memset", err);
     DA(s->att_cnt, 8ull * GCU_TMAX * g->Hkv);
     DA(s->mv_cnt, 4ull * g->max_nrb);
     DA(s->mv_part, p.mv);
