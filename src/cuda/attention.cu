@@ -2,7 +2,9 @@
  * the G = H/Hkv query heads of one kv head), split across blocks along the keys for long
  * contexts (flash-decoding): each block keeps a running max / sum / weighted V over tiles of 64
  * keys; the last block of a (token, kv head) to finish merges the splits in a fixed order (in
- * decode, the last few to finish, one query head each: gcu_attn_call.pmerge), applies the
+ * decode, the last few to finish, one query head each: gcu_attn_call.pmerge; in the decode
+ * instance SPEC 3, the default, the first few, from partials that flag their own arrival:
+ * at_finish_poll), applies the
  * sigmoid output gate and, when the slice is whole spans, stages its part of the o_proj input.
  * Sliding layers see keys pos-W+1..pos of a ring of R rows; full layers 0..pos.
  * Decode (fused): q/k norm, q scale and RoPE are done here, and the block holding the newest
