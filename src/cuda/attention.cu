@@ -452,6 +452,43 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
     }
 }
 
+/* A merge's weights, by warp 0 between the block's barriers: the splits' maxima sm.mw[0..nsp)
+ * become exp(m - max), and sm.l[h] the sum of the splits' sums sm.ml so weighted. */
+__device__ __forceinline__ void at_merge_weights(const AtSmem &sm, int nsp, int h) {
+    const int tid = threadIdx.x, lane = tid & 31;
+    if (tid < 32) {
+        float M = -INFINITY;
+        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s]);
+        M = gcu_warp_max(M);
+        float L = 0.0f;
+        for (int s = lane; s < nsp; s += 32) {
+            const float e = expf(sm.mw[s] - M);
+            sm.mw[s] = e;
+            L += sm.ml[s] * e;
+        }
+        L = gcu_warp_sum(L);
+        if (lane == 0) sm.l[h] = L;
+    }
+}
+
+/* The P parts' weighted sums of output idx (acc, part's) added in part order through sm.red:
+ * output tid (< D4) in *o. */
+__device__ __forceinline__ void at_merge_parts(const AtSmem &sm, int D4, int P, int part, int idx, float4 acc,
+                                               float4 *o) {
+    const int tid = threadIdx.x;
+    float4 *red = (float4 *)sm.red;
+    if (part < P) red[part * D4 + idx] = acc;
+    __syncthreads();
+    if (tid < D4) {
+        acc = red[tid];
+        for (int p = 1; p < P; p++) {
+            const float4 v = red[p * D4 + tid];
+            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+        }
+        *o = acc;
+    }
+}
+
 /* The parallel merge (gcu_attn_call.pmerge): head h of the nsp splits' partials at base, by the
  * whole block. Thread (part p, output d4) sums splits p, p + P, ... (P = threads / (D/4)),
  * AT_PM_LOADS at a time; with PRE (the decode instance, SPEC 2: in the others the registers
@@ -469,7 +506,7 @@ __device__ void at_merge(const float *base, size_t pstride, const AtSmem &sm, in
 template <bool PRE>
 __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                               float4 *o) {
-    const int tid = threadIdx.x, lane = tid & 31, D4 = D / 4;
+    const int tid = threadIdx.x, D4 = D / 4;
     const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
     const float *ob = base + h * D; /* split s's outputs of head h: (const float4 *)(ob + s pstride) */
     float4 v[AT_PM_LOADS];
@@ -485,19 +522,7 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
         sm.ml[s] = __ldcg(base + s * pstride + G * D + G + h);
     }
     __syncthreads();
-    if (tid < 32) {
-        float M = -INFINITY;
-        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s]);
-        M = gcu_warp_max(M);
-        float L = 0.0f;
-        for (int s = lane; s < nsp; s += 32) {
-            const float e = expf(sm.mw[s] - M);
-            sm.mw[s] = e;
-            L += sm.ml[s] * e;
-        }
-        L = gcu_warp_sum(L);
-        if (lane == 0) sm.l[h] = L;
-    }
+    at_merge_weights(sm, nsp, h);
     __syncthreads();
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (part < P)
@@ -520,17 +545,7 @@ __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &s
                 acc.w += v[i].w * e;
             }
         }
-    float4 *red = (float4 *)sm.red;
-    if (part < P) red[part * D4 + idx] = acc;
-    __syncthreads();
-    if (tid < D4) {
-        acc = red[tid];
-        for (int p = 1; p < P; p++) {
-            const float4 v = red[p * D4 + tid];
-            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
-        }
-        *o = acc;
-    }
+    at_merge_parts(sm, D4, P, part, idx, acc, o);
     __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
 }
 
@@ -811,7 +826,7 @@ __device__ __forceinline__ float4 at_ld_relaxed4(const float4 *p) {
  * weights and sums, and the words read are emptied. */
 __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                                    float4 *o) {
-    const int tid = threadIdx.x, lane = tid & 31, D4 = D / 4;
+    const int tid = threadIdx.x, D4 = D / 4;
     const int P = GCU_ATT_THREADS / D4, part = tid / D4, idx = tid % D4;
     /* this thread's first split's output d4 of head h, and the step to its next (P splits on) */
     float4 *pv = (float4 *)(base + (size_t)part * pstride + h * D) + idx;
@@ -857,19 +872,7 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
         mlp[G] = __uint_as_float(GCU_ATT_EMPTY);
     }
     __syncthreads();
-    if (tid < 32) {
-        float M = -INFINITY;
-        for (int s = lane; s < nsp; s += 32) M = fmaxf(M, sm.mw[s]);
-        M = gcu_warp_max(M);
-        float L = 0.0f;
-        for (int s = lane; s < nsp; s += 32) {
-            const float e = expf(sm.mw[s] - M);
-            sm.mw[s] = e;
-            L += sm.ml[s] * e;
-        }
-        L = gcu_warp_sum(L);
-        if (lane == 0) sm.l[h] = L;
-    }
+    at_merge_weights(sm, nsp, h);
     __syncthreads();
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float E = __uint_as_float(GCU_ATT_EMPTY);
@@ -884,17 +887,7 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
         acc.w += v[i].w * e;
         pv[i * step] = make_float4(E, E, E, E);
     }
-    float4 *red = (float4 *)sm.red;
-    if (part < P) red[part * D4 + idx] = acc;
-    __syncthreads();
-    if (tid < D4) {
-        acc = red[tid];
-        for (int p = 1; p < P; p++) {
-            const float4 w = red[p * D4 + tid];
-            acc.x += w.x, acc.y += w.y, acc.z += w.z, acc.w += w.w;
-        }
-        *o = acc;
-    }
+    at_merge_parts(sm, D4, P, part, idx, acc, o);
     __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
 }
 
