@@ -835,9 +835,11 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
     float4 v[AT_PM_LOADS];
     float m = 0.0f, l = 0.0f;
     const unsigned long long t0 = gcu_tl_now();
-    /* first the maxima and sums alone, while more than AT_POLL_LAST splits are out: polling
-     * every split's outputs from the start took the other splits' tiles ~2.5 us longer a full
-     * layer at 32k keys (session 51, call 2: the mergers' loads against their tiles' in L2) */
+    /* first the maxima and sums alone (8 bytes a split a poll, against a whole partial's 32 KB a
+     * merger), while more than AT_POLL_LAST splits are out, so that the polls stay off the
+     * other splits' tile loads in L2. (Session 51's call 2, polling whole partials from the
+     * start, saw full layers' tiles slower; call 3 found the split plan behind that, not the
+     * polls. This order is the one measured and landed.) */
     bool ml_out = tid < nsp;
     for (unsigned spins = 1;; spins++) {
         if (ml_out) {
@@ -1225,9 +1227,10 @@ static long poll_count; /* launches enqueued on SPEC 3, the self-flagging partia
 extern "C" long gcu_attn_poll_count(void) { return poll_count; }
 static long half_count; /* launches whose head groups may halve (gcu_attn_half_count) */
 extern "C" long gcu_attn_half_count(void) { return half_count; }
-/* Whether a call is the one k_attention<false, 1 or 2> is compiled for: every field it fixes,
- * and what its merge by the last blocks needs (at_finish<SPEC>): at least 2 heads a block (HG
- * head groups) and PMERGE >= 2. gcu_attn_launch checks the rest, every working block resident. */
+/* Whether a call is the one k_attention<false, 1, 2 or 3> is compiled for: every field it fixes,
+ * and what its merge needs (at_finish<SPEC>: by the last blocks, or SPEC 3's by the first from
+ * part_poll): at least 2 heads a block (HG head groups) and PMERGE >= 2. gcu_attn_launch checks
+ * the rest, every working block resident. */
 static bool gcu_attn_spec_fits(const gcu_attn_call *c, int fused, int HG) {
     return (c->spec == 1 || c->spec == 2 || (c->spec == 3 && c->part_poll)) && fused && c->T == 1 && c->D == 128 && c->Hkv > 0 &&
            c->H / c->Hkv <= 16 && c->H / c->Hkv / HG >= 2 && c->pmerge >= 2 && !c->kv32 && !c->few &&
@@ -1258,8 +1261,8 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     a.hgroups = HG;
     /* GLIM_CUDA_ATT_LEAN: the instance without the extra passes where neither is asked for */
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
-    /* the decode instance merges by the last blocks always: every working block must be
-     * resident at once (at_plan's per > 0) */
+    /* the decode instance's mergers wait for the other splits (the last blocks to arrive, or in
+     * SPEC 3 the first splits): every working block must be resident at once (at_plan's per > 0) */
     const void *fn = c->spec == 3   ? (const void *)k_attention<false, 3>
                      : c->spec == 2 ? (const void *)k_attention<false, 2>
                                     : (const void *)k_attention<false, 1>;
