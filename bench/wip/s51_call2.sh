@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Record of the call that ran. att_poll.patch as it ran here is at d49da17; call 3's form landed in 12b37c2.)
 # s51_call2.sh (session 51, on whichever card comes): decode attention's SPEC 3
 # (bench/wip/att_poll.patch: the splits' partials as their own arrival flags, no fence and no
 # counters before the merge; GLIM_CUDA_ATT_SPEC=3, written this session, never run) and the

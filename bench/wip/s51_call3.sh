@@ -1,4 +1,5 @@
 #!/bin/sh
+# (Record of the call that ran. att_poll.patch as it ran here is at 52026f4; call 3's form landed in 12b37c2.)
 # s51_call3.sh (session 51, on whichever card comes): SPEC 3 as revised after call 2
 # (bench/wip/att_poll.patch: the mergers poll the splits' maxima and sums alone until at most 4
 # splits are out, then whole partials; call 2's SPEC 3 polled whole partials from the start and
