@@ -7,8 +7,9 @@
 # (build/alt_glimmer.xz: scripts/old_binary.sh REV alt), or settings for this tree,
 # NAME=VALUE joined by commas (e.g. GLIM_CUDA_ATT_HEADS=8,GLIM_CUDA_ATT_GROUP=1024). Only figures from one call on
 # one machine compare: the same tree differs by ~1.5 % between machines. Writes $OUT/ab.md and
-# prints per variant the mean and every round's figures.
-# Usage: bench/decode_ab.sh ROUNDS VARIANT...
+# prints per variant the mean and every round's figures. CTX (e.g. 0,4096,8192,16384,32768): the
+# contexts instead (glimmer bench --ctx).
+# Usage: [CTX=LIST] bench/decode_ab.sh ROUNDS VARIANT...
 [ $# -ge 2 ] || { echo "usage: $0 ROUNDS VARIANT..." >&2; exit 2; }
 rounds=$1
 shift
@@ -39,11 +40,13 @@ while [ $r -lt "$rounds" ]; do
         *) bin=build/glimmer set=$v ;;
         esac
         cmd="env $(echo "$set" | tr ',' ' ') $bin"
-        timeout 100 $cmd bench --synthetic --prompt 0 -n 64 --out "$OUT/ab.md" > /dev/null 2>&1 ||
+        timeout 100 $cmd bench --synthetic --prompt 0 -n 64 ${CTX:+--ctx $CTX} --out "$OUT/ab.md" > /dev/null 2>&1 ||
             echo "decode_ab: $v: rc $?"
     done
 done
-awk '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
+nc=$(echo "${CTX:-0,4096,32768}" | tr ',' '\n' | wc -l) # contexts a run
+awk -v nc="$nc" '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
      /^\| decode/{split($0,f,"|"); x[v]=x[v] sprintf(" %6.1f", f[3]); t[v,++n[v]]=f[3]}
-     END{for (j=1; j<=nv; j++) {v=order[j]; a=b=c=0; for (i=1; i<=n[v]; i+=3) {a+=t[v,i]; b+=t[v,i+1]; c+=t[v,i+2]}; k=n[v]/3;
-         if (k) printf "%s: %.1f / %.1f / %.1f tok/s (%d rounds):%s\n", v, a/k, b/k, c/k, k, x[v]}}' "$OUT/ab.md"
+     END{for (j=1; j<=nv; j++) {v=order[j]; k=int(n[v]/nc); if (!k) continue; m="";
+         for (c=0; c<nc; c++) {s=0; for (i=1+c; i<=k*nc; i+=nc) s+=t[v,i]; m=m (c ? " / " : "") sprintf("%.1f", s/k)}
+         printf "%s: %s tok/s (%d rounds):%s\n", v, m, k, x[v]}}' "$OUT/ab.md"

@@ -5,8 +5,10 @@
  *                 bf16 scales/biases) generated straight in GPU memory: no file needed
  *   -m DIR        a real checkpoint, opened on the CUDA backend
  * Decode is timed per token through the whole forward (token upload, the graph, the logits back
- * to the host), at contexts 0, 4096 and 32768 (the KV cache of a long context is filled with
- * random values instead of being prefilled); prefill is one 2048-token prompt. */
+ * to the host), at contexts 0, 4096 and 32768 or those of --ctx (the KV cache of a long context
+ * is filled with random values instead of being prefilled); prefill is one 2048-token prompt. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,16 +28,20 @@
 #ifdef GLIM_HAVE_CUDA
 #include "cuda/cuda_api.h"
 
+#define BENCH_MAX_CTX 8        /* --ctx: contexts at most */
+#define BENCH_CTX_LIMIT 131072 /* --ctx: the 30B's max_position_embeddings */
+
 typedef struct bench_opts {
     const char *dir;
     int synthetic, layers, n_decode, prompt, variants, bits, group, profile, hooks, timeline;
     const char *out;
+    int ctxs[BENCH_MAX_CTX], n_ctxs; /* decode contexts, in the order given */
 } bench_opts;
 
 static void bench_help(void) {
     printf("usage: glimmer bench (--synthetic | -m DIR) [options]\n\n"
-           "Decode tokens/s at contexts 0, 4096 and 32768 and prefill tokens/s of a 2048-token\n"
-           "prompt on the CUDA backend, each decode figure as a fraction of the floor\n"
+           "Decode tokens/s at contexts 0, 4096 and 32768 (or --ctx's) and prefill tokens/s of\n"
+           "a 2048-token prompt on the CUDA backend, each decode figure as a fraction of the floor\n"
            "(weight + KV bytes read per token over the copy bandwidth measured in this run).\n"
            "The device line also gives the memory's data-sheet peak; the copy bandwidth is\n"
            "what the floor uses; above 32 GB/s of peak per SM (an H200) o_proj takes two row\n"
@@ -45,6 +51,8 @@ static void bench_help(void) {
            "  --layers N         synthetic: only N layers (quick checks; default 52)\n"
            "  --bits B           synthetic: 4 or 8 (default 4); --group G (default 64)\n"
            "  -n N               decode tokens timed per context (default 64)\n"
+           "  --ctx LIST         decode contexts, comma-separated (default 0,4096,32768; up to\n"
+           "                     8, each at most 131072 less -n and 64)\n"
            "  --prompt N         prefill length (default 2048; 0 skips)\n"
            "  --variants         also time decode at context 0 with each speed switch off\n"
            "  --profile          also time each kind of kernel alone (GB/s of the matvecs), and\n"
@@ -467,8 +475,10 @@ static int run_bench(const bench_opts *o) {
     emit(out, "weight bytes read per token: %.3f GB; device bytes: %.3f GB\n", wb / 1e9,
          gcu_model_device_bytes(m) / 1e9);
 
-    int ctxs[3] = {0, 4096, 32768};
-    int n_ctx = 32768 + o->n_decode + 64;
+    int n_ctx = 0; /* the session holds the longest context and its decoded tokens */
+    for (int k = 0; k < o->n_ctxs; k++)
+        if (o->ctxs[k] > n_ctx) n_ctx = o->ctxs[k];
+    n_ctx += o->n_decode + 64;
     if (gcu_session_new(m, n_ctx, 64, 0, &s, &err) != GLIM_OK) {
         fprintf(stderr, "%s: %s\n", CMD, err.message);
         goto done;
@@ -479,8 +489,8 @@ static int run_bench(const bench_opts *o) {
     /* a measurement that could not be taken (said on stderr) makes the exit status 1, so that
      * scripts comparing runs do not take a missing row for a result */
     int failed = 0;
-    for (int k = 0; k < 3; k++) {
-        int pos = ctxs[k];
+    for (int k = 0; k < o->n_ctxs; k++) {
+        int pos = o->ctxs[k];
         if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
             fprintf(stderr, "%s: %s\n", CMD, err.message);
             failed = 1;
@@ -511,10 +521,37 @@ done:
     return rc;
 }
 
+/* --ctx LIST: comma-separated contexts, each a whole number in [0, BENCH_CTX_LIMIT]; 0 when
+ * parsed (the limit with -n is checked once every flag is in). */
+static int parse_ctxs(glim_args *a, bench_opts *o) {
+    const char *s = a->val;
+    o->n_ctxs = 0;
+    for (int k = 1;; k++) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (!(isdigit((unsigned char)*s) || *s == '-') || end == s || (*end && *end != ',') || errno == ERANGE) {
+            args_error(a, "%s: context %d in '%s' is not a whole number", a->flag, k, a->val);
+            return 1;
+        }
+        if (v < 0 || v > BENCH_CTX_LIMIT) {
+            args_error(a, "%s: context %d is %ld, outside [0, %d]", a->flag, k, v, BENCH_CTX_LIMIT);
+            return 1;
+        }
+        if (o->n_ctxs == BENCH_MAX_CTX) {
+            args_error(a, "%s: more than %d contexts in '%s'", a->flag, BENCH_MAX_CTX, a->val);
+            return 1;
+        }
+        o->ctxs[o->n_ctxs++] = (int)v;
+        if (!*end) return 0;
+        s = end + 1;
+    }
+}
+
 int cmd_bench(int argc, char **argv) {
     glim_args a;
     args_init(&a, CMD, argc, argv);
-    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, 0, 0, NULL};
+    bench_opts o = {NULL, 0, 52, 64, 2048, 0, 4, 64, 0, 0, 0, NULL, {0, 4096, 32768}, 3};
     while (args_next(&a)) {
         if (args_help(&a)) {
             bench_help();
@@ -531,6 +568,8 @@ int cmd_bench(int argc, char **argv) {
             args_int(&a, &o.group, 32, 128);
         } else if (args_flag(&a, "-n", NULL)) {
             args_int(&a, &o.n_decode, 1, 4096);
+        } else if (args_flag(&a, "--ctx", NULL)) {
+            parse_ctxs(&a, &o);
         } else if (args_flag(&a, "--prompt", NULL)) {
             args_int(&a, &o.prompt, 0, 32768);
         } else if (args_switch(&a, "--variants")) {
@@ -556,6 +595,12 @@ int cmd_bench(int argc, char **argv) {
         args_error(&a, "--bits must be 4 or 8");
         return 2;
     }
+    for (int k = 0; k < o.n_ctxs; k++)
+        if (o.ctxs[k] + o.n_decode + 64 > BENCH_CTX_LIMIT) {
+            args_error(&a, "--ctx %d with -n %d needs %d positions; the model has %d", o.ctxs[k], o.n_decode,
+                       o.ctxs[k] + o.n_decode + 64, BENCH_CTX_LIMIT);
+            return 2;
+        }
     if (gcu_device_count() <= 0) {
         fprintf(stderr, "%s: no CUDA device\n", CMD);
         return 1;

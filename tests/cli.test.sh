@@ -39,6 +39,15 @@ else
     expect serve_no_model 1 "cannot open model '/nonexistent-glimmer-model'" "$B" serve -m /nonexistent-glimmer-model --port 0
 fi
 expect help_short_flag 0 "usage: glimmer run" "$B" run -h
+# bench parses its flags only in a build with the CUDA backend (without it, it says so at once)
+if "$B" bench --help 2>&1 | grep -q -e "--ctx LIST"; then
+    expect bench_ctx_not_number 2 "--ctx: context 2 in '0,4k' is not a whole number" "$B" bench --synthetic --ctx 0,4k
+    expect bench_ctx_negative 2 "--ctx: context 1 is -1, outside \[0, 131072\]" "$B" bench --synthetic --ctx -1
+    expect bench_ctx_too_many 2 "more than 8 contexts" "$B" bench --synthetic --ctx 1,2,3,4,5,6,7,8,9
+    expect bench_ctx_past_model 2 "--ctx 131072 with -n 64 needs 131200 positions" "$B" bench --synthetic --ctx 131072
+else
+    skip bench_ctx "this build has no CUDA backend"
+fi
 expect unknown_command 2 "unknown command 'frobnicate'" "$B" frobnicate
 
 # ---- usage errors: parsed before any model is opened, so no model is needed ---------------------
