@@ -11,13 +11,7 @@
 # last ~360 s: the order is what matters most first). Carry .deps, build/cuda_objs.tar.xz.
 cd "$(dirname "$0")/../.." || exit 1
 . bench/call_setup.sh
-case "$gpu" in
-*H200*)
-    timeout 100 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
-    grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
-    GLIM_CUDA_DIAG_RING=4 timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 --out $OUT/tl_nobytes.md > /dev/null 2>&1
-    grep -E "^\| decode" $OUT/tl_nobytes.md ;;
-esac
+. bench/h200_record.sh
 CHECK_ONLY=att_poll_bits GLIM_REQUIRE_CUDA=1 timeout 60 build/tests/test_cuda_forward > $OUT/poll.log 2>&1
 echo "att_poll_bits: rc=$?"; grep -E "poll_wide|FAIL" $OUT/poll.log | head -4
 CTX=0,4096,8192,16384,32768 sh bench/decode_ab.sh ${ROUNDS:-3} new GLIM_CUDA_ATT_WIDE_KEYS=1 \

@@ -9,10 +9,7 @@ cd "$(dirname "$0")/../.." || exit 1
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 case "$name" in *H200*) ;; *) echo "$name: not an H200, nothing run"; exit 0 ;; esac
 . bench/call_setup.sh
-timeout 100 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
-grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
-GLIM_CUDA_DIAG_RING=4 timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 --out $OUT/tl_nobytes.md > /dev/null 2>&1
-grep -E "^\| decode" $OUT/tl_nobytes.md
+. bench/h200_record.sh
 echo "benches done at $(( $(date +%s) - t0 )) s"
 sh bench/gpu_tests.sh
 sh bench/decode_ab.sh ${ROUNDS:-3} new GLIM_CUDA_SPAN_TWO=13 2>&1 | tail -2
