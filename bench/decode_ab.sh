@@ -44,9 +44,9 @@ while [ $r -lt "$rounds" ]; do
             echo "decode_ab: $v: rc $?"
     done
 done
-nc=$(echo "${CTX:-0,4096,32768}" | tr ',' '\n' | wc -l) # contexts a run
-awk -v nc="$nc" '/^run /{v=$2; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
-     /^\| decode/{split($0,f,"|"); x[v]=x[v] sprintf(" %6.1f", f[3]); t[v,++n[v]]=f[3]}
+# the contexts a run: the most decode rows any run wrote (the bench's default or CTX's)
+awk '/^run /{v=$2; r=0; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
+     /^\| decode/{split($0,f,"|"); x[v]=x[v] sprintf(" %6.1f", f[3]); t[v,++n[v]]=f[3]; if (++r > nc) nc=r}
      END{for (j=1; j<=nv; j++) {v=order[j]; k=int(n[v]/nc); if (!k) continue; m="";
          for (c=0; c<nc; c++) {s=0; for (i=1+c; i<=k*nc; i+=nc) s+=t[v,i]; m=m (c ? " / " : "") sprintf("%.1f", s/k)}
          printf "%s: %s tok/s (%d rounds):%s\n", v, m, k, x[v]}}' "$OUT/ab.md"

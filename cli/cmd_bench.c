@@ -30,6 +30,7 @@
 
 #define BENCH_MAX_CTX 8        /* --ctx: contexts at most */
 #define BENCH_CTX_LIMIT 131072 /* --ctx: the 30B's max_position_embeddings */
+#define BENCH_CTX_SPARE 64     /* positions past the longest context's decoded tokens */
 
 typedef struct bench_opts {
     const char *dir;
@@ -453,6 +454,17 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     gcu_model_set_options(m, &base);
 }
 
+/* The longest of the decode contexts. */
+static int bench_longest_ctx(const bench_opts *o) {
+    int most = 0;
+    for (int k = 0; k < o->n_ctxs; k++)
+        if (o->ctxs[k] > most) most = o->ctxs[k];
+    return most;
+}
+
+/* The session's positions: the longest context, its decoded tokens and a spare. */
+static int bench_positions(const bench_opts *o) { return bench_longest_ctx(o) + o->n_decode + BENCH_CTX_SPARE; }
+
 static int run_bench(const bench_opts *o) {
     glim_error err = {0};
     char dev[160];
@@ -475,11 +487,7 @@ static int run_bench(const bench_opts *o) {
     emit(out, "weight bytes read per token: %.3f GB; device bytes: %.3f GB\n", wb / 1e9,
          gcu_model_device_bytes(m) / 1e9);
 
-    int n_ctx = 0; /* the session holds the longest context and its decoded tokens */
-    for (int k = 0; k < o->n_ctxs; k++)
-        if (o->ctxs[k] > n_ctx) n_ctx = o->ctxs[k];
-    n_ctx += o->n_decode + 64;
-    if (gcu_session_new(m, n_ctx, 64, 0, &s, &err) != GLIM_OK) {
+    if (gcu_session_new(m, bench_positions(o), 64, 0, &s, &err) != GLIM_OK) {
         fprintf(stderr, "%s: %s\n", CMD, err.message);
         goto done;
     }
@@ -521,9 +529,9 @@ done:
     return rc;
 }
 
-/* --ctx LIST: comma-separated contexts, each a whole number in [0, BENCH_CTX_LIMIT]; 0 when
- * parsed (the limit with -n is checked once every flag is in). */
-static int parse_ctxs(glim_args *a, bench_opts *o) {
+/* --ctx LIST: comma-separated contexts, each a whole number in [0, BENCH_CTX_LIMIT]; an error
+ * sets a->err (the limit with -n is checked once every flag is in: bench_positions). */
+static void parse_ctxs(glim_args *a, bench_opts *o) {
     const char *s = a->val;
     o->n_ctxs = 0;
     for (int k = 1;; k++) {
@@ -532,18 +540,18 @@ static int parse_ctxs(glim_args *a, bench_opts *o) {
         long v = strtol(s, &end, 10);
         if (!(isdigit((unsigned char)*s) || *s == '-') || end == s || (*end && *end != ',') || errno == ERANGE) {
             args_error(a, "%s: context %d in '%s' is not a whole number", a->flag, k, a->val);
-            return 1;
+            return;
         }
         if (v < 0 || v > BENCH_CTX_LIMIT) {
             args_error(a, "%s: context %d is %ld, outside [0, %d]", a->flag, k, v, BENCH_CTX_LIMIT);
-            return 1;
+            return;
         }
         if (o->n_ctxs == BENCH_MAX_CTX) {
             args_error(a, "%s: more than %d contexts in '%s'", a->flag, BENCH_MAX_CTX, a->val);
-            return 1;
+            return;
         }
         o->ctxs[o->n_ctxs++] = (int)v;
-        if (!*end) return 0;
+        if (!*end) return;
         s = end + 1;
     }
 }
@@ -595,12 +603,11 @@ int cmd_bench(int argc, char **argv) {
         args_error(&a, "--bits must be 4 or 8");
         return 2;
     }
-    for (int k = 0; k < o.n_ctxs; k++)
-        if (o.ctxs[k] + o.n_decode + 64 > BENCH_CTX_LIMIT) {
-            args_error(&a, "--ctx %d with -n %d needs %d positions; the model has %d", o.ctxs[k], o.n_decode,
-                       o.ctxs[k] + o.n_decode + 64, BENCH_CTX_LIMIT);
-            return 2;
-        }
+    if (bench_positions(&o) > BENCH_CTX_LIMIT) {
+        args_error(&a, "--ctx %d with -n %d needs %d positions; the model has %d", bench_longest_ctx(&o),
+                   o.n_decode, bench_positions(&o), BENCH_CTX_LIMIT);
+        return 2;
+    }
     if (gcu_device_count() <= 0) {
         fprintf(stderr, "%s: no CUDA device\n", CMD);
         return 1;
