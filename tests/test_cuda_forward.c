@@ -793,11 +793,17 @@ static void att_spec_bits(void) {
  * 300 tokens with all 16 heads a block on full layers (GLIM_CUDA_ATT_GROUP=64: several splits
  * each, so the merge runs at every full layer of every token, on buffers the previous layers
  * left empty), and the same with 3 mergers (GLIM_CUDA_ATT_PMERGE=3: each merges several heads in
- * turn). A merger reading a word before its split wrote it, a word not emptied, or one emptied
- * twice gives other logits (a stale partial is another layer's). */
+ * turn). Then a 4200-token prompt at the default head groups (GLIM_CUDA_ATT_GROUP=2048) with
+ * the full layers on their 72-split instance from 1 key on (GLIM_CUDA_ATT_WIDE_KEYS=1): their
+ * 4201..4212 keys are 66 tiles, one split each where the GPU has 66 SMs or more (a kv head's
+ * splits at most: 2 blocks an SM over 2 kv heads), so that merge loads a ninth partial per
+ * thread, which no shorter case reaches. A merger reading a word before its
+ * split wrote it, a word not emptied, or one emptied twice gives other logits (a stale partial
+ * is another layer's). */
 static void att_poll_bits(void) {
     NEED_GPU();
-    const glim_synth_spec s = heads_30b_spec(37);
+    glim_synth_spec s = heads_30b_spec(37);
+    s.max_position = 8192; /* the 4200-token case */
     static const char *const names[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_ATT_PMERGE",
                                         "GLIM_CUDA_FAST"};
     static const char *const off[] = {"2", "2048", "16", "1"}, *const on[] = {"3", "2048", "16", "1"};
@@ -806,6 +812,10 @@ static void att_poll_bits(void) {
     switch_bits_of("poll_window", s, 2 * s.sliding_window + 3, 4, names, off, on, gcu_attn_poll_count, s.n_layers);
     switch_bits_of("poll_long", s, 300, 4, names, off64, on64, gcu_attn_poll_count, s.n_layers);
     switch_bits_of("poll_long_pmerge3", s, 300, 4, names, off3, on3, gcu_attn_poll_count, s.n_layers);
+    static const char *const names_w[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_ATT_PMERGE",
+                                          "GLIM_CUDA_FAST", "GLIM_CUDA_ATT_WIDE_KEYS"};
+    static const char *const off_w[] = {"2", "2048", "16", "1", "1"}, *const on_w[] = {"3", "2048", "16", "1", "1"};
+    switch_bits_of("poll_wide", s, 4200, 5, names_w, off_w, on_w, gcu_attn_poll_count, s.n_layers);
 }
 
 /* GLIM_CUDA_ATT_GROUP_HALF=8 (a kv head's heads over half as many blocks past 8 keys): on the

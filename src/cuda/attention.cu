@@ -501,8 +501,15 @@ __device__ __forceinline__ void at_merge_parts(const AtSmem &sm, int D4, int P, 
  * tid (< D/4) in *o. (Session 13, run 5 issued 16 outputs' loads with the maxima's and measured
  * a sliding layer at 4k keys 16.2 -> 19.3 us, then with the whole-block merge.) */
 #define AT_PM_LOADS 8
-#define AT_PM_SPLITS (AT_PM_LOADS * GCU_ATT_THREADS / 32) /* the splits of one round, D 128 */
 #define AT_POLL_LAST 4 /* SPEC 3: a merger polls whole partials once at most this many are out */
+/* SPEC 3's full layers past gcu_attn_call.wide_keys keys: their merge has 9 partials a thread in
+ * registers, 72 splits of D 128, so that a full layer on 132 SMs keeps at_plan's 65-66 splits a
+ * kv head instead of 64 or fewer of more tiles (at 32k 57 splits of nine tiles: a full layer
+ * 36.7 -> 33.7 us, decode +0.6 % on an H100). Not at 4k: there 65 one-tile splits against 33 of
+ * two made the launch 0.9 us shorter but the token 0.7 % slower, o_proj starting later behind
+ * blocks that held every SM (RESULTS v55). The sliding layers (a window of 64 tiles at most)
+ * keep AT_PM_LOADS: with 9 loads the kernel spills 24 bytes in the merge. */
+#define AT_POLL_LOADS_FULL 9
 template <bool PRE>
 __device__ void at_merge_head(const float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                               float4 *o) {
@@ -820,10 +827,12 @@ __device__ __forceinline__ float4 at_ld_relaxed4(const float4 *p) {
 }
 
 /* Head h merged from the nsp splits' partials at base (part_poll's layout is a.part's), by the
- * whole block, nsp <= AT_PM_SPLITS (D 128): thread (part p, output d4) loads splits p,
+ * whole block, nsp <= NL * P (P = threads / (D/4): 64 or, NL 9, 72 splits of D 128): thread
+ * (part p, output d4) loads splits p,
  * p + P, ..., the first nsp threads each split's maximum and sum, again until all have arrived
  * (the maxima and sums alone until at most AT_POLL_LAST splits are out); then at_merge_head's
  * weights and sums, and the words read are emptied. */
+template <int NL>
 __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm, int G, int D, int nsp, int h,
                                    float4 *o) {
     const int tid = threadIdx.x, D4 = D / 4;
@@ -832,7 +841,7 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
     float4 *pv = (float4 *)(base + (size_t)part * pstride + h * D) + idx;
     const int step = P * (int)pstride / 4;
     float *mlp = base + (size_t)tid * pstride + G * D + h; /* split tid's maximum; its sum G on */
-    float4 v[AT_PM_LOADS];
+    float4 v[NL];
     float m = 0.0f, l = 0.0f;
     const unsigned long long t0 = gcu_tl_now();
     /* first the maxima and sums alone (8 bytes a split a poll, against a whole partial's 32 KB a
@@ -853,15 +862,15 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
     }
     unsigned need = ml_out ? 1u << 31 : 0u; /* bit i: v[i] still to arrive; bit 31: m and l */
 #pragma unroll
-    for (int i = 0; i < AT_PM_LOADS; i++)
+    for (int i = 0; i < NL; i++)
         if (part < P && part + i * P < nsp) need |= 1u << i;
     for (unsigned spins = 1;; spins++) {
 #pragma unroll
-        for (int i = 0; i < AT_PM_LOADS; i++)
+        for (int i = 0; i < NL; i++)
             if (need >> i & 1) v[i] = at_ld_relaxed4(pv + i * step);
         if (need >> 31) m = at_ld_relaxed(mlp), l = at_ld_relaxed(mlp + G);
 #pragma unroll
-        for (int i = 0; i < AT_PM_LOADS; i++)
+        for (int i = 0; i < NL; i++)
             if ((need >> i & 1) && at_arrived4(v[i])) need &= ~(1u << i);
         if ((need >> 31) && at_arrived(m) && at_arrived(l)) need &= ~(1u << 31);
         if (__syncthreads_and(need == 0)) break;
@@ -879,7 +888,7 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     const float E = __uint_as_float(GCU_ATT_EMPTY);
 #pragma unroll
-    for (int i = 0; i < AT_PM_LOADS; i++) {
+    for (int i = 0; i < NL; i++) {
         const int s = part + i * P;
         if (part >= P || s >= nsp) break;
         const float e = sm.mw[s];
@@ -893,9 +902,10 @@ __device__ void at_merge_head_poll(float *base, size_t pstride, const AtSmem &sm
     __syncthreads(); /* sm.mw, sm.ml and sm.red are reused by the next head */
 }
 
-/* SPEC 3's finish with several splits (nsp <= AT_PM_SPLITS: k_attention's plan): this
+/* SPEC 3's finish with several splits (nsp <= NL * P: k_attention's plan): this
  * block's partial into part_poll, then, for the first Mg splits, their heads merged, gated and
  * stored (at_finish's other paths stage nothing in decode either). */
+template <int NL>
 __device__ __forceinline__ void at_finish_poll(const gcu_attn_call &a, const AtSmem &sm, const AtRole &r,
                                                const float *row, const float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, nsp = r.nsp;
@@ -919,7 +929,7 @@ __device__ __forceinline__ void at_finish_poll(const gcu_attn_call &a, const AtS
     if (tid < D4) g0 = at_gate_load(a, row, r.head0, r.sp, tid);
     for (int h = r.sp; h < G; h += Mg) {
         float4 ov;
-        at_merge_head_poll(base, pstride, sm, G, D, nsp, h, &ov);
+        at_merge_head_poll<NL>(base, pstride, sm, G, D, nsp, h, &ov);
         if (tid < D4)
             at_gate_store(a, sm, h == r.sp ? g0 : at_gate_load(a, row, r.head0, h, tid), 0, r.head0, h, tid, ov, NULL);
     }
@@ -929,7 +939,7 @@ __device__ __forceinline__ void at_finish_poll(const gcu_attn_call &a, const AtS
  * goes to a.part and the last blocks of its (token, kv head[, head group]) to arrive merge them;
  * the merged outputs are normalised, gated (at_gate_store) and, with has_f, this kv head's slice
  * of the o_proj input is staged. Every return is the whole block's. */
-template <int SPEC>
+template <int SPEC, int NL>
 __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, const AtSmem &sm,
                                           const AtRole &r, int HG, const float *row, float4 o[AT_MAXC]) {
     const int tid = threadIdx.x, D = a.D, D4 = D / 4, G = r.G, t = r.t, kvh = r.kvh, hgi = r.hgi, nsp = r.nsp;
@@ -944,9 +954,9 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
      * (gcu_attn_launch), so that the whole-block merge (at_merge, ~2.5 K instructions) is not
      * compiled in */
     const bool pm = SPEC || (a.pmerge > 1 && a.T == 1 && !has_f && r.per > 0);
-    /* SPEC 3: the partials flag themselves (at most AT_PM_SPLITS splits: k_attention's plan) */
+    /* SPEC 3: the partials flag themselves (at most NL * P splits: k_attention's plan) */
     if (SPEC == 3 && nsp > 1) {
-        at_finish_poll(a, sm, r, row, o);
+        at_finish_poll<NL>(a, sm, r, row, o);
         return;
     }
     float *mine = a.part + ((size_t)grp * a.nsplit + r.sp) * pstride;
@@ -1048,7 +1058,7 @@ __device__ __forceinline__ void at_finish(const gcu_attn_call &a, const gcu_xfmt
  * the rehearsal and DIAG_ATT_TWICE's second pass compiled in (false: pass 1 alone, the loop
  * folded away, for GLIM_CUDA_ATT_LEAN; session 23 found the kernel 13160 -> 13904 SASS
  * instructions since the passes came, and attention's q preparation slower). */
-template <bool PASSES, int SPEC>
+template <bool PASSES, int SPEC, int NL>
 __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &f, int has_f, int fused,
                                         unsigned long long *tl_t) {
     extern __shared__ float at_base[];
@@ -1129,7 +1139,7 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
     if (a.trig_early == 3) gcu_pdl_trigger(); /* GLIM_CUDA_ATT_TRIG=3: once the tiles are done */
     if (mma) at_pv_mma_out(a, sm, r.G, omma, o);
     if (a.tl && tid == 0) tl_t[2] = gcu_tl_now();
-    at_finish<SPEC>(a, f, has_f, sm, r, HG, row, o);
+    at_finish<SPEC, NL>(a, f, has_f, sm, r, HG, row, o);
 }
 
 /* SPEC (1, 2, 3): the instance for the 30B's decode (gcu_attn_spec_fits): the call's fields that
@@ -1139,8 +1149,9 @@ __device__ __forceinline__ void at_body(const gcu_attn_call &a, const gcu_xfmt &
  * runs cold from the instruction cache every layer (RESULTS v28), so its size is on the
  * critical path (at 8.6 K, before the merge went: attention 8.5 -> 7.1 us a layer on an H200,
  * RESULTS v35). SPEC 2 also takes splits of fewer than AT_MMA_MIN keys to the tensor cores
- * (other bits there), leaving the fp32 tiles out: 5.2 K. SPEC 3 is SPEC 2 with at_finish_poll's merge. */
-template <bool PASSES, int SPEC>
+ * (other bits there), leaving the fp32 tiles out: 5.2 K. SPEC 3 is SPEC 2 with at_finish_poll's merge,
+ * NL partials a thread (AT_PM_LOADS; the full layers' instance AT_POLL_LOADS_FULL). */
+template <bool PASSES, int SPEC, int NL = AT_PM_LOADS>
 __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call a_in, gcu_xfmt f, int has_f, int fused) {
     /* timeline: start, past the wait, tiles done, q ready, the first tile in */
     __shared__ unsigned long long tl_t[5];
@@ -1161,12 +1172,17 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
         fused = 1;
     }
     /* SPEC 3's merge loads every split's partial in one round (at_finish_poll): no more splits
-     * than that (at_plan's splits at once; a layer of 4k + 1..128 keys on 132 SMs would take 65
-     * or 66, and then splits of two tiles) */
-    if (SPEC == 3 && a.resident > AT_PM_SPLITS * a.Hkv) a.resident = AT_PM_SPLITS * a.Hkv;
+     * than that (at_plan's splits at once; a full layer of 4k + 1..128 keys on 132 SMs would take
+     * 65 or 66, and then splits of two tiles). The full layers' instance takes 72 past
+     * a.wide_keys keys (a full layer: position + 1 keys, T 1), 64 up to them. */
+    if (SPEC == 3) {
+        const int most = NL > AT_PM_LOADS && *a.pos0 + 1 > a.wide_keys ? NL * GCU_ATT_THREADS / 32
+                                                                       : AT_PM_LOADS * GCU_ATT_THREADS / 32;
+        if (a.resident > most * a.Hkv) a.resident = most * a.Hkv;
+    }
     gcu_tl_mark(a.tl, GCU_TL_START);
     if (a.tl && threadIdx.x == 0) tl_t[0] = gcu_tl_now(), tl_t[2] = tl_t[3] = tl_t[4] = 0;
-    at_body<PASSES, SPEC>(a, f, has_f, fused, tl_t);
+    at_body<PASSES, SPEC, NL>(a, f, has_f, fused, tl_t);
     /* every block, the empty ones too (a fixed count for the next kernel to wait for), once its
      * output is written (GLIM_CUDA_FLAG_WAIT; every return of at_body is the whole block's) */
     if (a.flag_arrive) gcu_grid_arrive(a.flag_arrive);
@@ -1181,10 +1197,11 @@ extern "C" glim_status gcu_attn_init(glim_error *err) {
     static int raised;
     if (raised) return GLIM_OK;
     glim_status s = GLIM_OK;
-    const void *fns[5] = {(const void *)k_attention<true, 0>, (const void *)k_attention<false, 0>,
+    const void *fns[6] = {(const void *)k_attention<true, 0>, (const void *)k_attention<false, 0>,
                           (const void *)k_attention<false, 1>, (const void *)k_attention<false, 2>,
-                          (const void *)k_attention<false, 3>};
-    for (int i = 0; i < 5 && s == GLIM_OK; i++)
+                          (const void *)k_attention<false, 3>,
+                          (const void *)k_attention<false, 3, AT_POLL_LOADS_FULL>};
+    for (int i = 0; i < 6 && s == GLIM_OK; i++)
         s = gcu_check(cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, AT_SMEM_MAX),
                       "attention shared memory", err);
     raised = s == GLIM_OK;
@@ -1263,9 +1280,12 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
     /* the decode instance's mergers wait for the other splits (the last blocks to arrive, or in
      * SPEC 3 the first splits): every working block must be resident at once (at_plan's per > 0) */
-    const void *fn = c->spec == 3   ? (const void *)k_attention<false, 3>
-                     : c->spec == 2 ? (const void *)k_attention<false, 2>
-                                    : (const void *)k_attention<false, 1>;
+    /* SPEC 3: a full layer (window 0) with wide_keys on the instance whose merge takes 72 splits */
+    const void *fn = c->spec == 3 && c->window == 0 && c->wide_keys > 0
+                         ? (const void *)k_attention<false, 3, AT_POLL_LOADS_FULL>
+                     : c->spec == 3                 ? (const void *)k_attention<false, 3>
+                     : c->spec == 2                 ? (const void *)k_attention<false, 2>
+                                                    : (const void *)k_attention<false, 1>;
     bool spec = lean && gcu_attn_spec_fits(c, fused, HG);
     if (spec) spec = (a.resident = gcu_resident(fn, GCU_ATT_THREADS, smem, 1)) >= c->Hkv * HG;
     if (!spec) {

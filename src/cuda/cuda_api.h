@@ -39,7 +39,7 @@ typedef struct gcu_session gcu_session;
 /* Tuning switches, read once per model (environment GLIM_CUDA_GRAPH, GLIM_CUDA_PDL,
  * GLIM_CUDA_PF, GLIM_CUDA_BPS, GLIM_CUDA_KV32, GLIM_CUDA_FUSE, GLIM_CUDA_FAST,
  * GLIM_CUDA_DMV_RING, GLIM_CUDA_CHAIN, GLIM_CUDA_ATT_FEW, GLIM_CUDA_LATE_RING,
- * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_HEADS, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_ATT_MMA,
+ * GLIM_CUDA_ATT_GROUP, GLIM_CUDA_ATT_HEADS, GLIM_CUDA_ATT_CHUNK, GLIM_CUDA_ATT_WIDE_KEYS, GLIM_CUDA_ATT_TRIG, GLIM_CUDA_ATT_MMA,
  * GLIM_CUDA_I8, GLIM_CUDA_DYN,
  * GLIM_CUDA_TMA, GLIM_CUDA_TMA_SLOTS, GLIM_CUDA_TMA_CHUNK, GLIM_CUDA_DEFER_MERGE,
  * GLIM_CUDA_STAGE_I8, GLIM_CUDA_FENCE_SC, GLIM_CUDA_CLUSTER, GLIM_CUDA_BLOCK_ROWS,
@@ -86,6 +86,8 @@ typedef struct gcu_options {
                       blocks (att_group; GLIM_CUDA_ATT_HEADS, 4) */
     int att_chunk; /* attention: keys per split at least (GLIM_CUDA_ATT_CHUNK, 64 = one tile):
                       more keys per block, fewer blocks and partials */
+    int att_wide_keys; /* decode attention, SPEC 3: a full layer seeing more keys than this takes
+                          up to 72 splits a kv head, not 64 (GLIM_CUDA_ATT_WIDE_KEYS; 0: never) */
     int att_mma;   /* attention: each tile's scores and P V by bf16 mma, q and P split into
                       hi + lo bf16 (GLIM_CUDA_ATT_MMA, 1) instead of fp32 dot products */
     int att_trig;  /* decode attention lets o_proj launch (PDL) once all its blocks started
