@@ -804,18 +804,16 @@ static void att_poll_bits(void) {
     NEED_GPU();
     glim_synth_spec s = heads_30b_spec(37);
     s.max_position = 8192; /* the 4200-token case */
+    /* the fifth setting (WIDE_KEYS) only in poll_wide: the others pass 4 and run the default */
     static const char *const names[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_ATT_PMERGE",
-                                        "GLIM_CUDA_FAST"};
-    static const char *const off[] = {"2", "2048", "16", "1"}, *const on[] = {"3", "2048", "16", "1"};
+                                        "GLIM_CUDA_FAST", "GLIM_CUDA_ATT_WIDE_KEYS"};
+    static const char *const off[] = {"2", "2048", "16", "1", "1"}, *const on[] = {"3", "2048", "16", "1", "1"};
     static const char *const off64[] = {"2", "64", "16", "1"}, *const on64[] = {"3", "64", "16", "1"};
     static const char *const off3[] = {"2", "64", "3", "1"}, *const on3[] = {"3", "64", "3", "1"};
     switch_bits_of("poll_window", s, 2 * s.sliding_window + 3, 4, names, off, on, gcu_attn_poll_count, s.n_layers);
     switch_bits_of("poll_long", s, 300, 4, names, off64, on64, gcu_attn_poll_count, s.n_layers);
     switch_bits_of("poll_long_pmerge3", s, 300, 4, names, off3, on3, gcu_attn_poll_count, s.n_layers);
-    static const char *const names_w[] = {"GLIM_CUDA_ATT_SPEC", "GLIM_CUDA_ATT_GROUP", "GLIM_CUDA_ATT_PMERGE",
-                                          "GLIM_CUDA_FAST", "GLIM_CUDA_ATT_WIDE_KEYS"};
-    static const char *const off_w[] = {"2", "2048", "16", "1", "1"}, *const on_w[] = {"3", "2048", "16", "1", "1"};
-    switch_bits_of("poll_wide", s, 4200, 5, names_w, off_w, on_w, gcu_attn_poll_count, s.n_layers);
+    switch_bits_of("poll_wide", s, 4200, 5, names, off, on, gcu_attn_poll_count, s.n_layers);
 }
 
 /* GLIM_CUDA_ATT_GROUP_HALF=8 (a kv head's heads over half as many blocks past 8 keys): on the

@@ -1176,8 +1176,8 @@ __global__ void __launch_bounds__(GCU_ATT_THREADS, 2) k_attention(gcu_attn_call 
      * 65 or 66, and then splits of two tiles). The full layers' instance takes 72 past
      * a.wide_keys keys (a full layer: position + 1 keys, T 1), 64 up to them. */
     if (SPEC == 3) {
-        const int most = NL > AT_PM_LOADS && *a.pos0 + 1 > a.wide_keys ? NL * GCU_ATT_THREADS / 32
-                                                                       : AT_PM_LOADS * GCU_ATT_THREADS / 32;
+        const int nl = NL > AT_PM_LOADS && *a.pos0 + 1 > a.wide_keys ? NL : AT_PM_LOADS;
+        const int most = nl * GCU_ATT_THREADS / 32; /* the splits of one round, D 128 */
         if (a.resident > most * a.Hkv) a.resident = most * a.Hkv;
     }
     gcu_tl_mark(a.tl, GCU_TL_START);
@@ -1280,7 +1280,8 @@ extern "C" glim_status gcu_attn_launch(const gcu_attn_call *c, int fused, cudaSt
     const bool lean = c->lean && !(c->warm && fused) && !c->diag_twice;
     /* the decode instance's mergers wait for the other splits (the last blocks to arrive, or in
      * SPEC 3 the first splits): every working block must be resident at once (at_plan's per > 0) */
-    /* SPEC 3: a full layer (window 0) with wide_keys on the instance whose merge takes 72 splits */
+    /* SPEC 3: a full layer (window 0: its keys are position + 1, as k_attention's cap assumes)
+     * with wide_keys on the instance whose merge takes 72 splits */
     const void *fn = c->spec == 3 && c->window == 0 && c->wide_keys > 0
                          ? (const void *)k_attention<false, 3, AT_POLL_LOADS_FULL>
                      : c->spec == 3                 ? (const void *)k_attention<false, 3>

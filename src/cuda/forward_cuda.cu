@@ -420,7 +420,7 @@ static glim_status attention(gcu_session *s, int l, int T, int stage_o, glim_err
     c.group_keys = g->opt.att_group;
     c.group_half_keys = g->opt.att_group_half;
     c.min_chunk = g->opt.att_chunk;
-    c.wide_keys = y->full ? g->opt.att_wide_keys : 0;
+    c.wide_keys = g->opt.att_wide_keys; /* full layers only: gcu_attn_launch */
     /* a second tile buffer only where a split can span several tiles */
     const int max_keys = y->full || g->W > s->n_ctx ? s->n_ctx : g->W;
     c.tiles2 = max_keys > c.nsplit * GCU_ATT_TILE || c.min_chunk > GCU_ATT_TILE;

@@ -389,8 +389,9 @@ typedef struct gcu_attn_call {
     int group_half_keys;       /* half as many head groups (twice the heads a block) past this
                                 * many keys, up to group_keys (opt.att_group_half; 0: off) */
     int min_chunk;             /* keys per split at least (opt.att_chunk; 0: one tile) */
-    int wide_keys;             /* spec 3, full layers: past this many keys up to 72 splits a kv
-                                  head (opt.att_wide_keys; 0: 64 at most, as sliding layers) */
+    int wide_keys;             /* spec 3, full layers (window 0; the launch ignores it on
+                                  others): past this many keys up to 72 splits a kv head
+                                  (opt.att_wide_keys; 0: 64 at most, as sliding layers) */
     int resident;              /* set by gcu_attn_launch: blocks resident at once (0: unknown);
                                   splits get longer rather than outnumber them */
     int tiles2;                /* two tile buffers (splits of several tiles: the next one arrives

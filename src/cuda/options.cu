@@ -33,8 +33,8 @@ extern "C" gcu_options gcu_options_default(void) {
     o.att_group_half = env_int("GLIM_CUDA_ATT_GROUP_HALF", 1024); /* session 36: RESULTS v38 */
     o.att_chunk = env_int("GLIM_CUDA_ATT_CHUNK", 64);
     /* 72 splits at a full layer past this many keys: -0.7 % at 4k on an H100 (65 one-tile splits
-     * held every SM, o_proj started later; RESULTS v55), nothing at 8k, +0.4 % at 16k and +0.6 %
-     * at 32k (session 53, RESULTS v56); 0: never */
+     * held every SM, o_proj started later; RESULTS v55), nothing at 8k, +0.4-1.0 % at 16k and
+     * +0.6-1.2 % at 32k (session 53, RESULTS v56); 0: never */
     o.att_wide_keys = env_int("GLIM_CUDA_ATT_WIDE_KEYS", 12000);
     o.att_heads = env_int("GLIM_CUDA_ATT_HEADS", 4);
     /* 1 (at attention's start): +1.7 % at ctx 0 against 0 (session 3); 2 (once every block has q
