@@ -435,7 +435,7 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
     /* not a configuration: the token with (nearly) no weight traffic, so what the decode
      * matvecs' instructions and the fixed costs alone allow (session 14) */
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: every decode matvec reads its weights from the first 4 MB of its matrix, which stay in L2 (GLIM_CUDA_DIAG_WINDOW=4): the token as if weight bytes were free", v[nv].o = base, v[nv++].o.diag_window_mb = 4;
-    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes at all (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
+    v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings copy no weight bytes past each slot's first fill (GLIM_CUDA_DIAG_RING=4): the loops' own compute ceiling", v[nv].o = base, v[nv++].o.diag_ring = 4;
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: the decode matvecs run on k_dmv_tma and skip its prologues (no rows read, normed or staged; GLIM_CUDA_DIAG_RING=5): the token as if the prologues cost nothing", v[nv].o = base, v[nv++].o.diag_ring = 5;
     v[nv].name = "TIMING DIAGNOSTIC, wrong logits: decode attention skips RoPE on every layer (GLIM_CUDA_DIAG_NOPE=1): what RoPE's factors and rotation cost the sliding layers", v[nv].o = base, v[nv++].o.diag_nope = 1;
     v[nv].name = "TIMING DIAGNOSTIC, same logits: decode attention runs its tiles twice, the second pass with its code, constants and data already in the SM's caches (GLIM_CUDA_DIAG_ATT_TWICE=1): the token's time less this row's is what that warm pass costs", v[nv].o = base, v[nv++].o.diag_att_twice = 1;

@@ -711,6 +711,54 @@ static void l2pf_bits(void) {
                    4 * wide.n_layers);
 }
 
+/* GLIM_CUDA_DIAG_RING=4 (a timing diagnostic: the decode matvecs' rings copy no weight bytes past
+ * each slot's first fill) must time the loops on valid units: before session 54 the rings held
+ * whatever an earlier kernel had left in shared memory, and a profile of the 30B showed the
+ * norms' divisions and square roots on their slow paths (NaNs and zeros in the sums). Its logits
+ * are wrong by design, but every decoded one must be finite, on the span kernel (the default)
+ * and on k_dmv_tma (GLIM_CUDA_SPAN=0), and must differ from the real decode's (the diagnostic
+ * ran: with its first fills only, the products reuse one chunk's units). */
+static void diag_nobytes_finite(void) {
+    NEED_GPU();
+    static const char *const names[] = {"GLIM_CUDA_DIAG_RING", "GLIM_CUDA_SPAN"};
+    static const char *const cases[][2] = {{"0", "15"}, {"4", "15"}, {"4", "0"}};
+    const glim_synth_spec wide = switch_spec(1, 47);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/diag_nobytes", tmp_root);
+    glim_error err = {0};
+    REQUIRE(glim_synth_write(dir, &wide, &err) == GLIM_OK, "synth diag_nobytes: %s", err.message);
+    const int V = wide.vocab_size, N = 8, P = 2 * wide.sliding_window + 3;
+    int32_t *tok = malloc(sizeof(int32_t) * P), seq[8];
+    float *lg[3];
+    srand(29);
+    tok[0] = 1;
+    for (int i = 1; i < P; i++) tok[i] = rand() % V;
+    env_saved env;
+    env_save(&env, names, 2);
+    for (int k = 0; k < 3; k++) {
+        lg[k] = malloc(sizeof(float) * (size_t)N * V);
+        env_set(&env, cases[k]);
+        glim_status st;
+        glim_model *m = open_model(dir, "cuda", 0, &st, &err);
+        env_restore(&env);
+        REQUIRE(m, "diag_nobytes: %s", err.message);
+        const int ok = greedy_run(m, tok, P, N, seq, lg[k]);
+        glim_model_close(m);
+        if (!ok || k == 0) continue;
+        size_t bad = 0, same = 0, first = 0;
+        for (size_t i = (size_t)V; i < (size_t)N * V; i++) { /* row 0: the prefill's */
+            if (!isfinite(lg[k][i]) && bad++ == 0) first = i;
+            same += memcmp(&lg[k][i], &lg[0][i], sizeof(float)) == 0;
+        }
+        CHECK(bad == 0, "diag_nobytes (DIAG_RING=%s, SPAN=%s): %zu decoded logits not finite (first: token %zu, "
+              "id %zu: %g)", cases[k][0], cases[k][1], bad, first / V, first % V, bad ? lg[k][first] : 0.0);
+        CHECK(same < (size_t)(N - 1) * V / 2, "diag_nobytes (DIAG_RING=%s, SPAN=%s): %zu of %zu decoded logits "
+              "equal the real decode's: did the diagnostic run?", cases[k][0], cases[k][1], same, (size_t)(N - 1) * V);
+    }
+    for (int k = 0; k < 3; k++) free(lg[k]);
+    free(tok);
+}
+
 /* GLIM_CUDA_TMA_SLOTS_GU and _DOWN (gate/up's and down's rings deeper than the 2 slots a warp of
  * GLIM_CUDA_TMA_SLOTS) change only how many chunks a warp has in flight, never the order of its
  * sums: every decoded token's logits equal the 2-slot rings' bit for bit, with the prefetches on
@@ -1056,6 +1104,7 @@ int main(void) {
     RUN(deep_ring_bits);
     RUN(rewind_on_gpu);
     RUN(long_prompt);
+    RUN(diag_nobytes_finite);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

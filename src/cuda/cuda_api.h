@@ -261,7 +261,8 @@ typedef struct gcu_options {
     int diag_ring; /* TIMING DIAGNOSTIC, wrong logits: the decode matvecs' rings are fed otherwise
                       than the products need (DmvArgs.diag_ring): 1 and 2 other address
                       patterns, 3 every owner of row blocks cut to the mean share, 4 no weight
-                      bytes at all (the loops' own compute ceiling), 5 no prologue (no rows
+                      bytes past each ring slot's first fill (the loops' own compute ceiling, on
+                      valid units so that the sums stay finite), 5 no prologue (no rows
                       read, normed or staged: what the prologues cost), and of the norms'
                       prologue 6 the residual's L2 read left out, 7 both rows' reads, 8 the
                       gains' reads; 9 (the span kernel only) 2 of every 7 chunks a warp requests

@@ -66,8 +66,10 @@ struct DmvArgs {
      * over the warps of an owner of row blocks, inside its own rows. Each warp reads as many
      * bytes as its own units. 3: what the row blocks' granularity costs: an owner with more than
      * the mean share of units (e.g. o_proj: 416 row blocks on 132 blocks, 3 or 4 each) stops at
-     * the mean. 4: the loops' compute ceiling: no bytes are copied, each slot's barrier completes
-     * at once and the loop computes on whatever the ring holds. 5: what the prologues cost: no
+     * the mean. 4: the loops' compute ceiling: no bytes are copied after each slot's first fill
+     * (whole, the matrix's first units: the sums stay finite, so no division or square root
+     * takes its slow path), each later barrier completes at once and the loop computes on those
+     * units again. 5: what the prologues cost: no
      * rows are read, normed or staged, and the loop computes on whatever shared memory holds
      * (the ring is fed as usual). 6, 7 (NORM/RESID prologues, tma_rows; the span kernel too): the
      * residual's read left out (6), the input's too (7), each taken as zeros: what the rows' L2

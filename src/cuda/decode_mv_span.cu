@@ -49,7 +49,8 @@
  * refill; session 40, RESULTS v42).
  *
  * GLIM_CUDA_DIAG_RING=4 (a timing diagnostic, wrong logits) runs here too: no weight bytes are
- * copied, so the decode shows this loop's own compute ceiling against k_dmv_tma's; and 9 (here
+ * copied after each ring slot's first fill (the matrix's first units, so that the sums stay
+ * finite), so the decode shows this loop's own compute ceiling against k_dmv_tma's; and 9 (here
  * only): 2 of every 7 of a warp's chunks without bytes, an H200's bytes per unit of compute on
  * an H100.
  *
@@ -213,7 +214,7 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
     const uint4 *rq_src = a.w;
     const size_t rq_istep = (size_t)w.H * nspan * uw;
     unsigned rq_bytes = 0;
-    unsigned rq_n = 0; /* d.diag_ring 9: the warp's requests so far */
+    unsigned rq_n = 0; /* d.diag_ring 4 and 9: the warp's requests so far */
     auto pair_start = [&]() { /* the source and bytes of pair rq_pair's first chunk (span_chunk) */
         if (rq_pair >= npair || nwr == 0) return;
         int rb, sf, n;
@@ -229,9 +230,19 @@ __device__ __forceinline__ void span_body(const DmvArgs &d) {
          * seven without bytes, the rest with them: the bytes per unit of compute an H200 leaves
          * (its copy bandwidth 1.40 times an H100's: 5/7 = 0.71 of the bytes), so that an H100
          * shows which loops an H200 would find compute-bound */
-        const bool nob = d.diag_ring == 4 || (d.diag_ring == 9 && rq_n++ % 7u < 2u);
+        const bool nob = d.diag_ring == 4 ? rq_n >= (unsigned)S : d.diag_ring == 9 && rq_n % 7u < 2u;
+        rq_n++;
         if (nob) {
             gcu_mbar_expect_tx_sa(sbar, 0);
+        } else if (d.diag_ring == 4) {
+            /* no bytes, but each slot's first fill (requests 0..S-1 go to slots 0..S-1) is
+             * whole and real: the matrix's first units, so that the loop computes on valid units
+             * (finite sums of a plausible size) rather than on what an earlier kernel left in
+             * shared memory, whose NaNs and zeros sent the norms' divisions and square roots
+             * down their slow paths (ncu, session 48: 14 % of qkvg's stall samples) */
+            const unsigned fb = (unsigned)min((long long)SPAN_CHUNK * rpc, a.nunits) * ub;
+            gcu_mbar_expect_tx_sa(sbar, fb);
+            gcu_bulk_g2s_sa(gcu_smem_addr(dst), a.w, fb, sbar, pol);
         } else {
             /* the row blocks' units one after the other in the slot, both copies on one barrier;
              * issued before the source advances, so that no copy of the old source and size is

@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
     const unsigned dn = deal == 2 ? (unsigned)nw : gridDim.x * DMV_WARPS, dw = deal == 2 ? ow : wg;
     const unsigned dtc = (unsigned)((deal == 2 ? bun : a.nunits) / C); /* whole chunks in the area */
     unsigned dnext = dw; /* the next chunk's index in the area */
+    unsigned dfill = 0;  /* d.diag_ring 4: the slots filled once (bit j: slot j) */
     auto request = [&](int slot) {
         const unsigned bytes = (unsigned)min(C, nleft) * ub;
         if (deal && dtc > 0) {
@@ -83,7 +84,13 @@ __global__ void __launch_bounds__(DMV_THREADS, 1) k_dmv_tma(const __grid_constan
             dnext += dn;
         }
         if (!lean && d.diag_ring == 4) { /* no bytes: the slot's phase completes on this arrival */
-            gcu_mbar_expect_tx(&r.bar[slot], 0);
+            /* except at the slot's first fill, which is whole and real (the matrix's first
+             * units): the loop then computes on valid units, not on what an earlier kernel left
+             * in shared memory (its NaNs sent the epilogues down slow paths) */
+            const unsigned fb = (dfill >> slot) & 1u ? 0u : (unsigned)min((long long)C, a.nunits) * ub;
+            dfill |= 1u << slot;
+            gcu_mbar_expect_tx(&r.bar[slot], fb);
+            if (fb) gcu_bulk_g2s(r.base + slot * cstep, a.w, fb, &r.bar[slot], pol);
             nleft -= C;
             return;
         }
