@@ -50,3 +50,6 @@ awk '/^run /{v=$2; r=0; if (!(v in seen)) {seen[v]=1; order[++nv]=v}}
      END{for (j=1; j<=nv; j++) {v=order[j]; k=int(n[v]/nc); if (!k) continue; m="";
          for (c=0; c<nc; c++) {s=0; for (i=1+c; i<=k*nc; i+=nc) s+=t[v,i]; m=m (c ? " / " : "") sprintf("%.1f", s/k)}
          printf "%s: %s tok/s (%d rounds):%s\n", v, m, k, x[v]}}' "$OUT/ab.md"
+# a run whose last logits were not all finite timed NaN paths (glimmer bench's warning line)
+nw=$(grep -c '^warning' "$OUT/ab.md")
+[ "$nw" -eq 0 ] || echo "decode_ab: $nw runs warned of non-finite logits (see $OUT/ab.md)"

@@ -6,7 +6,7 @@
 case "$gpu" in
 *H200*)
     timeout 100 build/glimmer bench --synthetic --timeline --out $OUT/bench.md > /dev/null 2>&1
-    grep -E "^device|^copy|^\| (decode|prefill)" $OUT/bench.md
+    grep -E "^device|^copy|^\| (decode|prefill)|^warning" $OUT/bench.md
     GLIM_CUDA_DIAG_RING=4 timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 --out $OUT/tl_nobytes.md > /dev/null 2>&1
-    grep -E "^\| decode" $OUT/tl_nobytes.md ;;
+    grep -E "^\| decode|^warning" $OUT/tl_nobytes.md ;;
 esac

@@ -103,9 +103,13 @@ static glim_config config_30b(int layers) {
 
 typedef struct decode_res {
     double tok_s, gpu_ms, floor_frac;
+    int nonfinite; /* NaN or inf among the last token's logits */
 } decode_res;
 
-/* Decodes n tokens at positions pos..pos+n-1 (after 4 warm-up tokens). */
+/* Decodes n tokens at positions pos..pos+n-1 (after 4 warm-up tokens). Counts the non-finite
+ * logits of the last token, after the timing: random weights whose sums overflowed, or a
+ * diagnostic computing on garbage, would time NaN paths (the divisions' and square roots' slow
+ * ones) that no real checkpoint takes. */
 static int time_decode(gcu_session *s, const gcu_model *m, int vocab, int pos, int n, double bw,
                        decode_res *r) {
     glim_error err;
@@ -132,6 +136,8 @@ static int time_decode(gcu_session *s, const gcu_model *m, int vocab, int pos, i
     r->tok_s = n / dt;
     r->gpu_ms = gpu / n;
     r->floor_frac = floor_s / dt;
+    r->nonfinite = 0;
+    for (int v = 0; v < vocab; v++) r->nonfinite += !isfinite(logits[v]);
     free(logits);
     return 0;
 }
@@ -448,7 +454,8 @@ static void bench_variants(gcu_model *m, int vocab, const bench_opts *o, double 
         }
         decode_res r;
         if (time_decode(s, m, vocab, 0, o->n_decode, bw, &r) == 0)
-            emit(out, "| %s | %.1f | %.3f | %.1f%% |\n", v[i].name, r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);
+            emit(out, "| %s%s | %.1f | %.3f | %.1f%% |\n", v[i].name,
+                 r.nonfinite ? " (its last logits not all finite)" : "", r.tok_s, r.gpu_ms, 100.0 * r.floor_frac);
         gcu_session_free(s);
     }
     gcu_model_set_options(m, &base);
@@ -497,6 +504,7 @@ static int run_bench(const bench_opts *o) {
     /* a measurement that could not be taken (said on stderr) makes the exit status 1, so that
      * scripts comparing runs do not take a missing row for a result */
     int failed = 0;
+    char warn[512] = ""; /* contexts whose last logits were not all finite, said after the table */
     for (int k = 0; k < o->n_ctxs; k++) {
         int pos = o->ctxs[k];
         if (pos && gcu_session_fake_context(s, pos, 99 + k, &err) != GLIM_OK) {
@@ -512,8 +520,14 @@ static int run_bench(const bench_opts *o) {
         double floor_ms = (double)(wb + gcu_kv_bytes_read(m, pos + o->n_decode / 2)) / bw * 1e3;
         emit(out, "| decode @ ctx %d | %.1f | %.3f | %.3f | %.3f | %.1f%% |\n", pos, r.tok_s,
              1e3 / r.tok_s, r.gpu_ms, floor_ms, 100.0 * r.floor_frac);
+        if (r.nonfinite && strlen(warn) < sizeof warn - 64)
+            snprintf(warn + strlen(warn), sizeof warn - strlen(warn), "%s%d at ctx %d", *warn ? ", " : "",
+                     r.nonfinite, pos);
         if (o->timeline) timeline_table(out, s, pos);
     }
+    if (*warn)
+        emit(out, "\nwarning: non-finite logits in the last decoded token (%s of %d): those timings ran "
+                  "through NaN or inf, which a real checkpoint would not\n", warn, vocab);
     if (o->prompt > 0 && bench_prefill(s, vocab, o, out) != 0) failed = 1;
     if (o->prompt > 0 && o->profile) bench_profile_prefill(s, o->prompt, bw, out);
     gcu_session_free(s);

@@ -19,7 +19,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . bench/call_setup.sh
 nob_ab() { # the no-bytes diagnostic, this tree against d84ec4a's binary
-    sh bench/decode_ab.sh "$1" GLIM_CUDA_DIAG_RING=4 old,GLIM_CUDA_DIAG_RING=4 2>&1 | tail -2
+    sh bench/decode_ab.sh "$1" GLIM_CUDA_DIAG_RING=4 old,GLIM_CUDA_DIAG_RING=4 2>&1 | tail -3
     cp $OUT/ab.md $OUT/nobytes_ab.md
 }
 case "$gpu" in
@@ -35,7 +35,7 @@ case "$gpu" in
     best=$(sh bench/wip/ab_lead.sh 0.5 < $OUT/sweep.txt)
     if [ -n "$best" ]; then
         echo "confirming $best"
-        CTX=0,4096 sh bench/decode_ab.sh 4 new "$best" 2>&1 | tail -2
+        CTX=0,4096 sh bench/decode_ab.sh 4 new "$best" 2>&1 | tail -3
         cp $OUT/ab.md $OUT/confirm_ab.md
         env $(echo "$best" | tr ',' ' ') timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 \
             --out $OUT/tl_best.md > /dev/null 2>&1
@@ -48,10 +48,10 @@ case "$gpu" in
     sh bench/gpu_tests.sh
     cp $OUT/checks.log $OUT/checks_all.log
     timeout 100 build/glimmer bench --synthetic --out $OUT/bench.md > /dev/null 2>&1
-    grep -E "^device|^copy|^\| decode" $OUT/bench.md
+    grep -E "^device|^copy|^\| decode|^warning" $OUT/bench.md
     nob_ab 3
     GLIM_CUDA_DIAG_RING=4 timeout 100 build/glimmer bench --synthetic --timeline --prompt 0 \
         --out $OUT/tl_nobytes.md > /dev/null 2>&1
-    grep -E "^\| decode|^\| (qkvg|attention|o_proj|gate|down|head)" $OUT/tl_nobytes.md | head -8 ;;
+    grep -E "^\| decode|^\| (qkvg|attention|o_proj|gate|down|head)|^warning" $OUT/tl_nobytes.md | head -10 ;;
 esac
 echo "call took $(( $(date +%s) - t0 )) s"
