@@ -5,8 +5,7 @@
 # settings s54_call1.sh sweeps (SPAN_TWO=13, the L2 prefetches), then the forward test. Carry
 # .deps, build/cuda_objs.tar.xz.
 cd "$(dirname "$0")/../.." || exit 1
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-case "$name" in *H200*) ;; *) echo "$name: not an H200, nothing run"; exit 0 ;; esac
+. bench/h200_only.sh
 . bench/call_setup.sh
 . bench/h200_record.sh
 echo "benches done at $(( $(date +%s) - t0 )) s"
