@@ -2,7 +2,8 @@
 # root, before bench/call_setup.sh): on any card but an H200, says so and ends the call at once,
 # before the build, so that an H100 lent for an H200 request costs only its start.
 # Usage: cd "$(dirname "$0")/../.." && . bench/h200_only.sh && . bench/call_setup.sh
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+case "$card" in
 *H200*) ;;
-*) echo "$(nvidia-smi --query-gpu=name --format=csv,noheader): not an H200, nothing run"; exit 0 ;;
+*) echo "$card: not an H200, nothing run"; exit 0 ;;
 esac
