@@ -14,7 +14,7 @@
 #   5. the forward test under the default.
 # On any other card: the three GPU test programs (the first GPU run of d84ec4a's review and of
 # session 54's diag_nobytes_finite), the bench's decode rows, the no-bytes A/B of 4 (3 rounds)
-# and the no-bytes timeline. Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz (d84ec4a:
+# and the no-bytes timeline. MORE: more variants for the sweep (s55_call1.sh). Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz (d84ec4a:
 # scripts/old_binary.sh d84ec4a).
 cd "$(dirname "$0")/../.." || exit 1
 . bench/call_setup.sh
@@ -28,7 +28,7 @@ case "$gpu" in
     echo "benches done at $(( $(date +%s) - t0 )) s"
     sh bench/decode_ab.sh ${ROUNDS:-3} new GLIM_CUDA_SPAN_TWO=13 GLIM_CUDA_ATT_WIDE_KEYS=0 \
         GLIM_CUDA_L2PF_GU_O=3 GLIM_CUDA_L2PF_GU_O=2 GLIM_CUDA_L2PF_QKVG_SELF=8 \
-        GLIM_CUDA_L2PF_GU_SELF=8 GLIM_CUDA_L2PF_DOWN_SELF=4 GLIM_CUDA_L2PF_DELAY=4000 > $OUT/sweep.txt 2>&1
+        GLIM_CUDA_L2PF_GU_SELF=8 GLIM_CUDA_L2PF_DOWN_SELF=4 GLIM_CUDA_L2PF_DELAY=4000 $MORE > $OUT/sweep.txt 2>&1
     cp $OUT/ab.md $OUT/sweep_ab.md
     cat $OUT/sweep.txt
     echo "sweep done at $(( $(date +%s) - t0 )) s"
