@@ -14,8 +14,8 @@
 #   5. the forward test under the default.
 # On any other card: the three GPU test programs (the first GPU run of d84ec4a's review and of
 # session 54's diag_nobytes_finite), the bench's decode rows, the no-bytes A/B of 4 (3 rounds)
-# and the no-bytes timeline. MORE: more variants for the sweep (s55_call1.sh). Carry .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz (d84ec4a:
-# scripts/old_binary.sh d84ec4a).
+# and the no-bytes timeline. MORE: more variants for the H200's sweep (s55_call1.sh). Carry
+# .deps, build/cuda_objs.tar.xz, build/old_glimmer.xz (d84ec4a: scripts/old_binary.sh d84ec4a).
 cd "$(dirname "$0")/../.." || exit 1
 . bench/call_setup.sh
 nob_ab() { # the no-bytes diagnostic, this tree against d84ec4a's binary
